@@ -1,0 +1,58 @@
+"""The joiner: compose a run's answer, in Markdown, from its steps' results (a template)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from ember.journal.events import StepStatus
+from ember.planner.plan import Step
+
+__all__ = ["compose_answer"]
+
+
+def compose_answer(
+    task: str,
+    *,
+    steps: Mapping[int, Step],
+    status: Mapping[int, StepStatus],
+    results: Mapping[int, Any],
+    errors: Mapping[int, str],
+    plan_error: str | None,
+) -> str:
+    """A short Markdown account of what each step did or why it did not."""
+    lines = [f"**Task:** {task}", ""]
+    if not steps and plan_error is None:
+        lines.append("No tool can do this: the planner made an empty plan, so nothing was run.")
+    for step_id in sorted(steps):
+        step = steps[step_id]
+        state = status[step_id]
+        if state is StepStatus.SUCCEEDED:
+            lines.append(f"{step_id}. `{step.tool}`: {_describe(results[step_id])}")
+        else:
+            lines.append(f"{step_id}. `{step.tool}` **{state.value}**: {errors.get(step_id, '')}")
+    if plan_error:
+        lines.append(f"\n**Planning failed:** {plan_error}")
+    return "\n".join(lines)
+
+
+def _describe(result: Any) -> str:
+    if not isinstance(result, Mapping):
+        return _scalar(result)
+    parts = []
+    for key, value in result.items():
+        if isinstance(value, list):
+            first = f"; first: {_describe(value[0])}" if value else ""
+            parts.append(f"{key}: {len(value)} item{'s' if len(value) != 1 else ''}{first}")
+        elif isinstance(value, Mapping):
+            parts.append(f"{key}: ({_describe(value)})")
+        else:
+            parts.append(f"{key}: {_scalar(value)}")
+    return ", ".join(parts)
+
+
+def _scalar(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = " ".join(text.split())
+    return text if len(text) <= 100 else text[:97] + "..."

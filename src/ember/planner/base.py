@@ -1,0 +1,39 @@
+"""The planner seam: `plan(task)` streams the steps of a plan as the planner produces them."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import date
+from typing import Protocol
+
+import msgspec
+
+from ember.planner.plan import Step
+from ember.tools.descriptor import ToolDescriptor
+
+__all__ = ["FirstToken", "PlanEvent", "Planner", "PlanningTask"]
+
+
+class PlanningTask(msgspec.Struct, frozen=True):
+    """What a planner is asked: the request, the date it is made (for "tomorrow"), the tools."""
+
+    request: str
+    today: date
+    catalogue: tuple[ToolDescriptor, ...]
+
+
+class FirstToken(msgspec.Struct, frozen=True):
+    """Emitted once, when the planner has produced its first output token (L1 TTFT)."""
+
+
+PlanEvent = Step | FirstToken
+
+
+class Planner(Protocol):
+    """Turns a task into a plan, step by step. `name` identifies it in the journal."""
+
+    name: str
+
+    def plan(self, task: PlanningTask) -> AsyncIterator[PlanEvent]:
+        """Yield `FirstToken` once, then each `Step` as soon as it is complete."""
+        ...

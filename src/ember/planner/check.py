@@ -1,0 +1,80 @@
+"""Static checks of plan steps against the tool catalogue (pure: no I/O)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ember.errors import PlanError
+from ember.planner.plan import Step, references
+from ember.tools.descriptor import ToolDescriptor
+
+__all__ = ["check_reference_paths", "check_step"]
+
+
+def check_step(step: Step, catalogue: Mapping[str, ToolDescriptor]) -> None:
+    """Raise `PlanError` if the step names an unknown tool, misses a required argument, passes
+    an unknown one, references itself, or writes a malformed reference. Literal argument values
+    are validated against the schema when the step runs, after references are resolved."""
+    descriptor = catalogue.get(step.tool)
+    if descriptor is None:
+        raise PlanError(
+            f"step {step.id} calls unknown tool {step.tool!r}; known tools: "
+            + ", ".join(sorted(catalogue))
+        )
+    schema = descriptor.parameters
+    properties: Mapping[str, Any] = schema.get("properties", {})
+    missing = [name for name in schema.get("required", []) if name not in step.args]
+    if missing:
+        raise PlanError(
+            f"step {step.id} ({step.tool}) lacks required argument(s): " + ", ".join(missing)
+        )
+    if schema.get("additionalProperties") is False:
+        unknown = [name for name in step.args if name not in properties]
+        if unknown:
+            raise PlanError(
+                f"step {step.id} ({step.tool}) passes unknown argument(s) "
+                f"{', '.join(unknown)}; it takes: {', '.join(properties)}"
+            )
+    for ref in references(step.args):  # also rejects malformed references
+        if ref.step == step.id:
+            raise PlanError(f"step {step.id} ({step.tool}) references its own result ({ref})")
+
+
+def check_reference_paths(
+    steps: Mapping[int, Step], catalogue: Mapping[str, ToolDescriptor]
+) -> list[tuple[int, str]]:
+    """(step id, problem) for each reference to a missing step or to a field the referenced
+    tool's `returns` schema does not have."""
+    problems = []
+    for step in steps.values():
+        for ref in references(step.args):
+            target = steps.get(ref.step)
+            if target is None:
+                problems.append((step.id, f"references step {ref.step}, which the plan lacks"))
+                continue
+            returns = catalogue[target.tool].returns if target.tool in catalogue else None
+            if returns is not None and not _has_path(returns, ref.path):
+                problems.append(
+                    (
+                        step.id,
+                        f"references {ref}, but {target.tool} returns no "
+                        f"field {'.'.join(ref.path)!r}",
+                    )
+                )
+        for dep in step.after:
+            if dep not in steps:
+                problems.append((step.id, f"waits for step {dep} (after), which the plan lacks"))
+    return problems
+
+
+def _has_path(schema: Mapping[str, Any], path: tuple[str, ...]) -> bool:
+    node = schema
+    for segment in path:
+        if node.get("type") == "array" and segment.isdigit():
+            node = node.get("items", {})
+        elif segment in node.get("properties", {}):
+            node = node["properties"][segment]
+        else:
+            return not node.get("properties") and node.get("type") != "array"
+    return True

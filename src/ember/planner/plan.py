@@ -1,0 +1,192 @@
+"""Plans: steps, references between them, and the pure functions that check and resolve them.
+
+A plan is a list of steps `{"id": 2, "tool": "book_hotel", "args": {...}, "after": [1]}`. An
+argument that is exactly `"$N"` or `"$N.path.to.field"` stands for step N's result (or a field
+in it; list indexes are numbers: `"$1.hotels.0.hotel_id"`). Inside a longer string,
+`"{$N.path}"` is replaced by that value as text (JSON for lists and objects). A step depends on
+the steps its arguments reference and on those in `after`. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+import msgspec
+
+from ember.errors import PlanError
+
+__all__ = [
+    "Plan",
+    "Reference",
+    "Step",
+    "dependencies",
+    "find_cycle",
+    "lookup",
+    "references",
+    "resolve",
+]
+
+_WHOLE = re.compile(r"\$([0-9]+)((?:\.[^.\s{}]+)*)")
+_EMBEDDED = re.compile(r"\{\$([0-9]+)((?:\.[^.\s{}]+)*)\}")
+_LOOKS_LIKE_REF = re.compile(r"\$[0-9]")
+
+
+class Step(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One tool call of a plan."""
+
+    id: int
+    tool: str
+    args: dict[str, Any] = {}
+    after: list[int] = []
+
+    def __post_init__(self) -> None:
+        if self.id < 1:
+            raise PlanError(f"step id must be a positive integer, got {self.id}")
+
+
+class Plan(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A whole plan. `{"steps": []}` means: no tool call."""
+
+    steps: list[Step] = []
+
+    @classmethod
+    def from_json(cls, data: object) -> Plan:
+        """Parse plan JSON data (or text), naming the offending field on failure."""
+        try:
+            if isinstance(data, str | bytes):
+                return msgspec.json.decode(data, type=cls)
+            return msgspec.convert(data, cls)
+        except msgspec.ValidationError as exc:
+            raise PlanError(f"malformed plan: {exc}") from None
+        except msgspec.DecodeError as exc:
+            raise PlanError(f"plan is not valid JSON: {exc}") from None
+
+    def to_json(self) -> dict[str, Any]:
+        """The plan as plain JSON data."""
+        data: dict[str, Any] = msgspec.to_builtins(self)
+        return data
+
+
+class Reference(msgspec.Struct, frozen=True):
+    """`$step.path`: a step id and the path (field names and list indexes) inside its result."""
+
+    step: int
+    path: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return "$" + ".".join((str(self.step), *self.path))
+
+
+def _parse_whole(text: str) -> Reference | None:
+    """The reference a whole string stands for (`"$1.a"` or `"{$1.a}"`), or None."""
+    match = _WHOLE.fullmatch(text) or _EMBEDDED.fullmatch(text)
+    if match is None:
+        if text.startswith("$") and _LOOKS_LIKE_REF.match(text):
+            raise PlanError(
+                f'malformed reference {text!r}: write "$N.field.0.field" (dots, no brackets)'
+            )
+        return None
+    path = tuple(match.group(2).split(".")[1:]) if match.group(2) else ()
+    return Reference(int(match.group(1)), path)
+
+
+def references(value: Any) -> Iterator[Reference]:
+    """Every reference inside an argument value (whole-value and embedded), in order."""
+    if isinstance(value, str):
+        whole = _parse_whole(value)
+        if whole is not None:
+            yield whole
+            return
+        for match in _EMBEDDED.finditer(value):
+            path = tuple(match.group(2).split(".")[1:]) if match.group(2) else ()
+            yield Reference(int(match.group(1)), path)
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from references(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from references(item)
+
+
+def dependencies(step: Step) -> set[int]:
+    """The ids of the steps `step` must wait for: those it references, and its `after`."""
+    return {ref.step for ref in references(step.args)} | set(step.after)
+
+
+def lookup(result: Any, ref: Reference) -> Any:
+    """The value at `ref.path` inside `result`; PlanError naming the missing segment."""
+    value = result
+    for depth, segment in enumerate(ref.path):
+        if isinstance(value, Mapping) and segment in value:
+            value = value[segment]
+        elif isinstance(value, list) and segment.isdigit() and int(segment) < len(value):
+            value = value[int(segment)]
+        else:
+            where = ".".join(ref.path[: depth + 1])
+            raise PlanError(
+                f"reference {ref} has no value at {where!r}: step {ref.step} "
+                f"returned {_preview(value)}"
+            )
+    return value
+
+
+def resolve(value: Any, results: Mapping[int, Any]) -> Any:
+    """`value` with every reference replaced by the referenced result (or its text)."""
+    if isinstance(value, str):
+        whole = _parse_whole(value)
+        if whole is not None:
+            return lookup(results[whole.step], whole)
+        if "{$" not in value:
+            return value
+        return _EMBEDDED.sub(
+            lambda m: _as_text(
+                lookup(
+                    results[int(m.group(1))],
+                    Reference(
+                        int(m.group(1)), tuple(m.group(2).split(".")[1:]) if m.group(2) else ()
+                    ),
+                )
+            ),
+            value,
+        )
+    if isinstance(value, Mapping):
+        return {key: resolve(item, results) for key, item in value.items()}
+    if isinstance(value, list):
+        return [resolve(item, results) for item in value]
+    return value
+
+
+def find_cycle(steps: Iterable[Step]) -> list[int] | None:
+    """A list of step ids forming a dependency cycle, or None if the graph is acyclic."""
+    graph = {step.id: sorted(dependencies(step)) for step in steps}
+    state: dict[int, int] = {}  # 1: on the current path, 2: done
+    path: list[int] = []
+
+    def visit(node: int) -> list[int] | None:
+        state[node] = 1
+        path.append(node)
+        for dep in graph.get(node, ()):
+            if state.get(dep) == 1:
+                return [*path[path.index(dep) :], dep]
+            if dep in graph and dep not in state and (cycle := visit(dep)):
+                return cycle
+        state[node] = 2
+        path.pop()
+        return None
+
+    for node in graph:
+        if node not in state and (cycle := visit(node)):
+            return cycle
+    return None
+
+
+def _as_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _preview(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 120 else text[:117] + "..."

@@ -1,0 +1,78 @@
+"""The transport seam: how the runtime reaches a tool. One method, `call`.
+
+A transport returns the tool's result and the tool's own running time (`self_s`), so that the
+runtime's orchestration overhead (L2) can be reported without the tool's time in it. Remote
+transports (uds, http, mcp) report the self-time the tool host measured.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import Callable
+from concurrent.futures import Executor
+from typing import Any, Protocol
+
+import msgspec
+
+from ember.errors import ToolCallError
+
+__all__ = ["InprocTransport", "ToolResult", "Transport"]
+
+
+class ToolResult(msgspec.Struct, frozen=True):
+    """A tool's result value and the seconds the tool itself ran."""
+
+    value: Any
+    self_s: float
+
+
+class Transport(Protocol):
+    """Carries one call to one tool and brings back its result."""
+
+    async def call(self, tool: str, args: dict[str, Any], *, idempotency_key: str) -> ToolResult:
+        """Run `tool` with validated `args`; raise `ToolCallError` when the tool fails."""
+        ...
+
+
+class InprocTransport:
+    """Calls a Python function in the runtime's own process, without serialisation.
+
+    Coroutine functions are awaited on the event loop. Plain functions run in `executor` (a
+    bounded thread pool the runtime owns; `None` means asyncio's default) unless `inline` is
+    true, for functions that finish in microseconds.
+    """
+
+    def __init__(
+        self, fn: Callable[..., Any], *, inline: bool = False, executor: Executor | None = None
+    ) -> None:
+        self._fn = fn
+        self._is_async = inspect.iscoroutinefunction(fn)
+        self._inline = inline
+        self._executor = executor
+        self._takes_key = "idempotency_key" in inspect.signature(fn).parameters
+
+    async def call(self, tool: str, args: dict[str, Any], *, idempotency_key: str) -> ToolResult:
+        kwargs = dict(args, idempotency_key=idempotency_key) if self._takes_key else args
+        try:
+            if self._is_async:
+                start = time.perf_counter()
+                value = await self._fn(**kwargs)
+                return ToolResult(value, time.perf_counter() - start)
+            if self._inline:
+                start = time.perf_counter()
+                value = self._fn(**kwargs)
+                return ToolResult(value, time.perf_counter() - start)
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(self._executor, _timed, self._fn, kwargs)
+        except ToolCallError:
+            raise
+        except Exception as exc:
+            raise ToolCallError(tool, f"{type(exc).__name__}: {exc}") from exc
+
+
+def _timed(fn: Callable[..., Any], kwargs: dict[str, Any]) -> ToolResult:
+    start = time.perf_counter()
+    value = fn(**kwargs)
+    return ToolResult(value, time.perf_counter() - start)
