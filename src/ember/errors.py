@@ -79,6 +79,7 @@ class ArgumentError(ToolError):
         self.argument = argument
         self.value = value
         self.rule = rule
+        self.detail = detail
         where = f"argument {argument!r}" if argument else "the arguments"
         super().__init__(f"{tool}: {where} = {value!r} breaks rule {rule!r}: {detail}")
 

@@ -138,7 +138,7 @@ class RunExecution:
             detail = f"{exc.argument}={exc.value!r}" if exc.argument else "its arguments"
             error = (
                 f"step {step.id} of run {self.run_id} called {step.tool} with {detail}: "
-                f"{str(exc).split(': ', 1)[-1]}"
+                f"{exc.detail} (rule {exc.rule!r})"
             )
             persist += await self._fail(step.id, error, (clock() - started) * 1000)
         except (PlanError, ToolCallError) as exc:

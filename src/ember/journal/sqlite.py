@@ -168,12 +168,13 @@ class SQLiteJournal:
             summaries.append(RunSummary(event.run_id, event.task, event.at, status))
         return summaries
 
-    def _decode(self, seq: int, body: bytes, crc: int) -> Event:
-        if zlib.crc32(body) != crc:
+    def _decode(self, seq: int, body: bytes | str, crc: int) -> Event:
+        data = body if isinstance(body, bytes) else body.encode()  # edited outside ember
+        if zlib.crc32(data) != crc:
             raise CorruptRecordError(
                 f"journal record {seq} in {self.path} fails its checksum: the file was damaged"
             )
-        return decode_event(body)
+        return decode_event(data)
 
     def close(self) -> None:
         """Close the database. Appends still queued are failed, never silently dropped."""

@@ -29,8 +29,9 @@ __all__ = [
     "resolve",
 ]
 
-_WHOLE = re.compile(r"\$([0-9]+)((?:\.[^.\s{}]+)*)")
-_EMBEDDED = re.compile(r"\{\$([0-9]+)((?:\.[^.\s{}]+)*)\}")
+_SEGMENTS = r"((?:\.[^.\s{}\[\]$]+)*)"  # .field or .0 (a list index), any number of them
+_WHOLE = re.compile(r"\$([0-9]+)" + _SEGMENTS)
+_EMBEDDED = re.compile(r"\{\$([0-9]+)" + _SEGMENTS + r"\}")
 _LOOKS_LIKE_REF = re.compile(r"\$[0-9]")
 
 

@@ -26,7 +26,7 @@ class Risk(enum.StrEnum):
     HIGH = "high"
 
 
-class ToolDescriptor(msgspec.Struct, frozen=True, omit_defaults=True):
+class ToolDescriptor(msgspec.Struct, frozen=True):
     """What the runtime and the planner know about a tool.
 
     `parameters` is a JSON Schema (draft 2020-12) object schema for the arguments; `returns`

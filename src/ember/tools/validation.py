@@ -34,6 +34,13 @@ def compile_validator(tool_name: str, schema: dict[str, Any]) -> Validator:
         error = next(iter(compiled.iter_errors(args)))
         path = ".".join(str(part) for part in error.instance_path)
         rule = str(error.schema_path[-1]) if error.schema_path else "schema"
-        raise ArgumentError(tool_name, path, error.instance, rule, error.message)
+        value = error.instance
+        kind = error.kind
+        if isinstance(kind, jsonschema_rs.ValidationErrorKind.Required):
+            path, value = str(kind.property), None  # name the missing argument itself
+        elif isinstance(kind, jsonschema_rs.ValidationErrorKind.AdditionalProperties):
+            path = str(kind.unexpected[0])
+            value = args.get(path)
+        raise ArgumentError(tool_name, path, value, rule, error.message)
 
     return validate

@@ -1,0 +1,117 @@
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from ember.errors import CorruptRecordError, JournalError, RunNotFoundError
+from ember.journal import (
+    PlanStep,
+    RunDone,
+    RunStarted,
+    RunStatus,
+    SQLiteJournal,
+    StepDone,
+    StepIntent,
+    StepStatus,
+    fold,
+    idempotency_key,
+)
+from ember.journal.sqlite import MIGRATIONS
+from ember.planner.plan import Step
+
+
+def events_of(run_id: str) -> list:  # type: ignore[type-arg]
+    step = Step(1, "get_weather", {"city": "Oslo", "date": "2026-03-03"})
+    key = idempotency_key(run_id, 1, "get_weather", step.args)
+    return [
+        RunStarted(run_id, 1.0, "weather in Oslo", "scripted", "2026-03-02"),
+        PlanStep(run_id, 1.1, step),
+        StepIntent(run_id, 1.2, 1, "get_weather", step.args, key),
+        StepDone(run_id, 1.3, 1, {"temp_c": 3.5}, 0.4, 0.1),
+        RunDone(run_id, 1.4, RunStatus.SUCCEEDED, "3.5 C", None, {"l4_e2e": 1.0}),
+    ]
+
+
+async def append_all(journal: SQLiteJournal, events: list) -> None:  # type: ignore[type-arg]
+    for event in events:
+        await journal.append(event)
+
+
+def test_events_survive_reopening_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "j.db"
+    journal = SQLiteJournal(path)
+    asyncio.run(append_all(journal, events_of("r-1")))
+    journal.close()
+    reopened = SQLiteJournal(path)
+    assert reopened.read("r-1") == events_of("r-1")
+    state = fold("r-1", reopened.read("r-1"))
+    assert state.status is RunStatus.SUCCEEDED
+    assert state.steps[1].status is StepStatus.SUCCEEDED and state.steps[1].result == {"temp_c": 3.5}
+    assert [(r.run_id, r.status) for r in reopened.runs()] == [("r-1", RunStatus.SUCCEEDED)]
+    assert reopened.find_run("r-") == "r-1"
+    with pytest.raises(RunNotFoundError, match="no run 'r-2'"):
+        reopened.read("r-2")
+    reopened.close()
+
+
+def test_concurrent_appends_share_commits(tmp_path: Path) -> None:
+    journal = SQLiteJournal(tmp_path / "j.db")
+    commits = 0
+
+    def count(_: str) -> None:
+        nonlocal commits
+        commits += 1
+
+    journal._db.set_trace_callback(lambda sql: count(sql) if sql == "COMMIT" else None)
+
+    async def many() -> None:
+        await asyncio.gather(*(append_all(journal, events_of(f"r-{i}")) for i in range(50)))
+
+    asyncio.run(many())
+    assert len(journal.runs(limit=100)) == 50
+    assert commits == 5  # one commit per event "wave" (5 events a run), not 250
+    journal.close()
+
+
+def test_checksum_mismatch_is_detected(tmp_path: Path) -> None:
+    path = tmp_path / "j.db"
+    journal = SQLiteJournal(path)
+    asyncio.run(append_all(journal, events_of("r-1")))
+    journal.close()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE events SET body=replace(body, '3.5', '9.5') WHERE kind='step.done'")
+    db.close()
+    reopened = SQLiteJournal(path)
+    with pytest.raises(CorruptRecordError, match="record 4 .* fails its checksum"):
+        reopened.read("r-1")
+    reopened.close()
+
+
+def test_schema_is_migrated_and_versioned(tmp_path: Path) -> None:
+    path = tmp_path / "j.db"
+    SQLiteJournal(path).close()
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        db.execute(f"PRAGMA user_version={len(MIGRATIONS) + 1}")
+    db.close()
+    with pytest.raises(JournalError, match="newer than this ember knows"):
+        SQLiteJournal(path)
+
+
+def test_unwritable_location_is_a_clear_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(JournalError, match="cannot open the journal"):
+        SQLiteJournal(blocker / "j.db")
+
+
+def test_idempotency_key_depends_on_the_action_only() -> None:
+    a = idempotency_key("r-1", 3, "send_email", {"to": "a@b.co", "body": "x"})
+    assert a == idempotency_key("r-1", 3, "send_email", {"body": "x", "to": "a@b.co"})
+    assert a != idempotency_key("r-1", 3, "send_email", {"to": "a@b.co", "body": "y"})
+    assert a != idempotency_key("r-1", 4, "send_email", {"to": "a@b.co", "body": "x"})
+    assert a != idempotency_key("r-2", 3, "send_email", {"to": "a@b.co", "body": "x"})
