@@ -25,6 +25,6 @@ def ember_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]
     """Environment for `ember` subprocesses: their own journal and demo world."""
     import os
 
-    env = dict(os.environ, EMBER_DB=str(tmp_path / "ember.db"),
-               EMBER_DEMO_DIR=str(tmp_path / "demo"))
-    return env
+    return dict(
+        os.environ, EMBER_DB=str(tmp_path / "ember.db"), EMBER_DEMO_DIR=str(tmp_path / "demo")
+    )

@@ -56,24 +56,39 @@ def test_every_tool_returns_what_its_returns_schema_says(registry: ToolRegistry)
 
 
 def test_tools_answer_from_the_demo_world(registry: ToolRegistry) -> None:
-    hotels = call(registry, "search_hotels", city="Tokyo", check_in="2026-03-03", nights=1)["hotels"]
+    hotels = call(registry, "search_hotels", city="Tokyo", check_in="2026-03-03", nights=1)[
+        "hotels"
+    ]
     assert [h["currency"] for h in hotels] == ["JPY"] * 4
     prices = [h["price_per_night"] for h in hotels]
     assert prices == sorted(prices)
-    capped = call(registry, "search_hotels", city="Tokyo", check_in="2026-03-03", nights=1,
-                  max_price_per_night=prices[1])["hotels"]
+    capped = call(
+        registry,
+        "search_hotels",
+        city="Tokyo",
+        check_in="2026-03-03",
+        nights=1,
+        max_price_per_night=prices[1],
+    )["hotels"]
     assert [h["price_per_night"] for h in capped] == prices[:2]
-    assert call(registry, "convert_currency", amount=200, from_currency="GBP",
-                to_currency="EUR") == {"amount": 235.29, "currency": "EUR"}
+    assert call(
+        registry, "convert_currency", amount=200, from_currency="GBP", to_currency="EUR"
+    ) == {"amount": 235.29, "currency": "EUR"}
     assert call(registry, "list_files", directory="/data/contracts/2026")["files"] == [
-        "/data/contracts/2026/a-acme.txt", "/data/contracts/2026/b-initech.txt"]
+        "/data/contracts/2026/a-acme.txt",
+        "/data/contracts/2026/b-initech.txt",
+    ]
     assert call(registry, "extract_invoice", path="/data/inbox/inv-2291.pdf")["total"] == 1845.0
     assert call(registry, "query_sql", sql="SELECT count(*) FROM customers WHERE tier='gold'") == {
-        "columns": ["count(*)"], "rows": [[4]]}
-    assert call(registry, "summarize_text", text="One two. Three four five.",
-                max_words=2) == {"summary": "One two."}
+        "columns": ["count(*)"],
+        "rows": [[4]],
+    }
+    assert call(registry, "summarize_text", text="One two. Three four five.", max_words=2) == {
+        "summary": "One two."
+    }
     assert call(registry, "get_weather", city="Lisbon", date="2026-03-03") == call(
-        registry, "get_weather", city="Lisbon", date="2026-03-03")
+        registry, "get_weather", city="Lisbon", date="2026-03-03"
+    )
 
 
 def test_effects_happen_once_per_idempotency_key(registry: ToolRegistry, world: DemoWorld) -> None:

@@ -49,7 +49,8 @@ def test_events_survive_reopening_the_file(tmp_path: Path) -> None:
     assert reopened.read("r-1") == events_of("r-1")
     state = fold("r-1", reopened.read("r-1"))
     assert state.status is RunStatus.SUCCEEDED
-    assert state.steps[1].status is StepStatus.SUCCEEDED and state.steps[1].result == {"temp_c": 3.5}
+    assert state.steps[1].status is StepStatus.SUCCEEDED
+    assert state.steps[1].result == {"temp_c": 3.5}
     assert [(r.run_id, r.status) for r in reopened.runs()] == [("r-1", RunStatus.SUCCEEDED)]
     assert reopened.find_run("r-") == "r-1"
     with pytest.raises(RunNotFoundError, match="no run 'r-2'"):

@@ -14,51 +14,77 @@ from ember.planner.scripted import DEMO_SCRIPT
 from ember.testing import FakeClock, MemoryJournal
 from ember.tools.demo import DemoWorld
 
-TRAVEL = ("Check the weather in Paris tomorrow, book the cheapest hotel there for 2 nights and "
-          "email the booking to alice@example.com")
+TRAVEL = (
+    "Check the weather in Paris tomorrow, book the cheapest hotel there for 2 nights and "
+    "email the booking to alice@example.com"
+)
 
 
-def test_travel_example_end_to_end(tmp_path: Path, registry: ToolRegistry,
-                                   world: DemoWorld) -> None:
+def test_travel_example_end_to_end(
+    tmp_path: Path, registry: ToolRegistry, world: DemoWorld
+) -> None:
     journal = SQLiteJournal(tmp_path / "ember.db")
     runtime = Runtime(registry, ScriptedPlanner(DEMO_SCRIPT), journal)
     result = asyncio.run(runtime.run(TRAVEL, today=date(2026, 3, 2), run_id="r-travel"))
 
     assert result.status is RunStatus.SUCCEEDED
     assert [(s.id, s.tool, s.status) for s in result.steps] == [
-        (1, "get_weather", StepStatus.SUCCEEDED), (2, "search_hotels", StepStatus.SUCCEEDED),
-        (3, "book_hotel", StepStatus.SUCCEEDED), (4, "send_email", StepStatus.SUCCEEDED)]
+        (1, "get_weather", StepStatus.SUCCEEDED),
+        (2, "search_hotels", StepStatus.SUCCEEDED),
+        (3, "book_hotel", StepStatus.SUCCEEDED),
+        (4, "send_email", StepStatus.SUCCEEDED),
+    ]
     weather, hotels, booking, email = (s.result for s in result.steps)
-    assert weather == {"city": "Paris", "date": "2026-03-03", "forecast": "partly cloudy",
-                       "temp_c": 9.8}
-    assert hotels["hotels"][0] == {"hotel_id": "H-PAR-01", "name": "Hotel Central Paris",
-                                   "price_per_night": 85.0, "currency": "EUR"}
+    assert weather == {
+        "city": "Paris",
+        "date": "2026-03-03",
+        "forecast": "partly cloudy",
+        "temp_c": 9.8,
+    }
+    assert hotels["hotels"][0] == {
+        "hotel_id": "H-PAR-01",
+        "name": "Hotel Central Paris",
+        "price_per_night": 85.0,
+        "currency": "EUR",
+    }
     assert result.steps[2].args == {"hotel_id": "H-PAR-01", "check_in": "2026-03-03", "nights": 2}
-    assert booking["total_price"] == 170.0 and booking["hotel_name"] == "Hotel Central Paris"
+    assert booking["total_price"] == 170.0
+    assert booking["hotel_name"] == "Hotel Central Paris"
     body = result.steps[3].args["body"]
-    assert body == (f"Your booking {booking['booking_id']} at Hotel Central Paris, Paris: 2 nights "
-                    "from 2026-03-03, 170.0 EUR. Weather on arrival: partly cloudy, 9.8 °C.")
+    assert body == (
+        f"Your booking {booking['booking_id']} at Hotel Central Paris, Paris: 2 nights "
+        "from 2026-03-03, 170.0 EUR. Weather on arrival: partly cloudy, 9.8 °C."
+    )
     sent = (world.outbox / f"{email['message_id']}.eml").read_text()
-    assert "To: alice@example.com" in sent and booking["booking_id"] in sent
+    assert "To: alice@example.com" in sent
+    assert booking["booking_id"] in sent
     assert "`book_hotel`: booking_id: " + booking["booking_id"] in result.answer
     assert set(result.latency_ms) == {"l1_ttft", "l1_plan", "l2_overhead", "l3_persist", "l4_e2e"}
-    assert 0 < result.latency_ms["l1_ttft"] <= result.latency_ms["l1_plan"] <= result.latency_ms[
-        "l4_e2e"]
+    assert (
+        0
+        < result.latency_ms["l1_ttft"]
+        <= result.latency_ms["l1_plan"]
+        <= result.latency_ms["l4_e2e"]
+    )
 
     events = journal.read("r-travel")
     kinds = [type(e).__struct_config__.tag for e in events]
-    assert kinds[0] == "run.started" and kinds[-1] == "run.done"
-    assert kinds.count("plan.step") == 4 and kinds.count("step.intent") == 4
+    assert kinds[0] == "run.started"
+    assert kinds[-1] == "run.done"
+    assert kinds.count("plan.step") == 4
+    assert kinds.count("step.intent") == 4
     assert kinds.count("step.done") == 4
     for step_id in (1, 2, 3, 4):  # the intent is durable before the outcome, for every step
-        order = [k for e, k in zip(events, kinds, strict=True) if getattr(e, "step_id", None)
-                 == step_id]
+        order = [
+            k for e, k in zip(events, kinds, strict=True) if getattr(e, "step_id", None) == step_id
+        ]
         assert order == ["step.intent", "step.done"]
     intents = [e for e in events if type(e).__struct_config__.tag == "step.intent"]
     assert [tool for tool, _ in world.effects()] == ["book_hotel", "send_email"]
     assert {key for _, key in world.effects()} <= {e.idempotency_key for e in intents}  # type: ignore[attr-defined]
     state = fold("r-travel", events)
-    assert state.status is RunStatus.SUCCEEDED and state.answer == result.answer
+    assert state.status is RunStatus.SUCCEEDED
+    assert state.answer == result.answer
     journal.close()
 
 
@@ -113,8 +139,13 @@ def run_plan(registry: ToolRegistry, plan: Plan) -> tuple:  # type: ignore[type-
 
 def test_independent_steps_run_concurrently_and_join() -> None:
     gate = Gate()
-    plan = Plan([Step(1, "left", {"x": 1}), Step(2, "right", {"x": 1}),
-                 Step(3, "join", {"a": "$1", "b": "$2"})])
+    plan = Plan(
+        [
+            Step(1, "left", {"x": 1}),
+            Step(2, "right", {"x": 1}),
+            Step(3, "join", {"a": "$1", "b": "$2"}),
+        ]
+    )
     result, _ = run_plan(gate.registry(), plan)
     assert result.status is RunStatus.SUCCEEDED
     assert sorted(gate.started) == ["left", "right"]
@@ -124,12 +155,22 @@ def test_independent_steps_run_concurrently_and_join() -> None:
 def test_a_failed_branch_skips_dependants_but_not_unrelated_steps() -> None:
     gate = Gate()
     gate.both.set()
-    plan = Plan([Step(1, "fail", {"x": 7}), Step(2, "join", {"a": "$1", "b": 1}),
-                 Step(3, "join", {"a": "$2", "b": 1}), Step(4, "left", {"x": 1})])
+    plan = Plan(
+        [
+            Step(1, "fail", {"x": 7}),
+            Step(2, "join", {"a": "$1", "b": 1}),
+            Step(3, "join", {"a": "$2", "b": 1}),
+            Step(4, "left", {"x": 1}),
+        ]
+    )
     result, journal = run_plan(gate.registry(), plan)
     assert result.status is RunStatus.FAILED
-    assert [s.status for s in result.steps] == [StepStatus.FAILED, StepStatus.SKIPPED,
-                                                StepStatus.SKIPPED, StepStatus.SUCCEEDED]
+    assert [s.status for s in result.steps] == [
+        StepStatus.FAILED,
+        StepStatus.SKIPPED,
+        StepStatus.SKIPPED,
+        StepStatus.SUCCEEDED,
+    ]
     assert result.steps[0].error == "step 1 (fail) failed: fail: ValueError: cannot handle 7"
     assert result.steps[1].error == "step 1 (fail) did not succeed"
     assert result.steps[2].error == "step 2 (join) did not succeed"
@@ -145,29 +186,34 @@ def test_bad_arguments_fail_the_step_with_a_message_naming_them(registry: ToolRe
     assert result.status is RunStatus.FAILED
     assert result.steps[0].error == (
         "step 1 of run r-t called get_weather with date='tomorrow': \"tomorrow\" does not match "
-        '"^[0-9]{4}-[0-9]{2}-[0-9]{2}$" (rule \'pattern\')')
+        "\"^[0-9]{4}-[0-9]{2}-[0-9]{2}$\" (rule 'pattern')"
+    )
     assert not [e for e in journal.events if type(e).__struct_config__.tag == "step.intent"]
 
 
 def test_plan_errors_fail_only_the_steps_concerned(registry: ToolRegistry) -> None:
-    plan = Plan([
-        Step(1, "get_weather", {"city": "Oslo", "date": "2026-03-03"}),
-        Step(2, "summarize_text", {"text": "{$9.content}"}),
-        Step(3, "summarize_text", {"text": "$4.summary"}),
-        Step(4, "summarize_text", {"text": "$3.summary"}),
-        Step(5, "teleport", {}),
-    ])
+    plan = Plan(
+        [
+            Step(1, "get_weather", {"city": "Oslo", "date": "2026-03-03"}),
+            Step(2, "summarize_text", {"text": "{$9.content}"}),
+            Step(3, "summarize_text", {"text": "$4.summary"}),
+            Step(4, "summarize_text", {"text": "$3.summary"}),
+            Step(5, "teleport", {}),
+        ]
+    )
     result, _ = run_plan(registry, plan)
     assert [s.status for s in result.steps] == [StepStatus.SUCCEEDED] + [StepStatus.FAILED] * 4
     errors = [s.error for s in result.steps]
     assert errors[1] == "step 2 references step 9, which the plan lacks"
-    assert "form a dependency cycle" in errors[2] and "form a dependency cycle" in errors[3]
+    assert "form a dependency cycle" in errors[2]
+    assert "form a dependency cycle" in errors[3]
     assert "unknown tool 'teleport'" in errors[4]
 
 
 def test_empty_plan_answers_without_tools(registry: ToolRegistry) -> None:
     result, _ = run_plan(registry, Plan([]))
-    assert result.status is RunStatus.SUCCEEDED and result.steps == []
+    assert result.status is RunStatus.SUCCEEDED
+    assert result.steps == []
     assert "No tool can do this" in result.answer
 
 
@@ -211,10 +257,16 @@ def test_latency_comes_from_the_injected_clock(registry: ToolRegistry) -> None:
             clock.advance(0.180)
             yield FirstToken()
             clock.advance(0.120)
-            yield Step(1, "convert_currency", {"amount": 1, "from_currency": "EUR",
-                                               "to_currency": "USD"})
+            yield Step(
+                1, "convert_currency", {"amount": 1, "from_currency": "EUR", "to_currency": "USD"}
+            )
 
     runtime = Runtime(registry, TimedPlanner(), MemoryJournal(), clock=clock)
     result = asyncio.run(runtime.run("x"))
-    assert result.latency_ms == {"l1_ttft": 180.0, "l1_plan": 300.0, "l2_overhead": 0.0,
-                                 "l3_persist": 0.0, "l4_e2e": 300.0}
+    assert result.latency_ms == {
+        "l1_ttft": 180.0,
+        "l1_plan": 300.0,
+        "l2_overhead": 0.0,
+        "l3_persist": 0.0,
+        "l4_e2e": 300.0,
+    }

@@ -19,8 +19,11 @@ class Forecast(msgspec.Struct):
 
 
 @tool(idempotent=True, timeout_s=2.0)
-def forecast(city: Annotated[str, msgspec.Meta(min_length=1)],
-             date: Annotated[str, msgspec.Meta(pattern=DATE)], days: int = 1) -> Forecast:
+def forecast(
+    city: Annotated[str, msgspec.Meta(min_length=1)],
+    date: Annotated[str, msgspec.Meta(pattern=DATE)],
+    days: int = 1,
+) -> Forecast:
     """Daily forecast for one city.
 
     Args:
@@ -37,15 +40,22 @@ def test_tool_builds_descriptor_from_types_and_docstring() -> None:
     assert d.tool_name == "forecast"
     assert d.execution_mode is ExecutionMode.SYNC
     assert d.description == "Daily forecast for one city."
-    assert d.idempotent and d.timeout_s == 2.0 and d.risk is Risk.LOW
+    assert d.idempotent
+    assert d.timeout_s == 2.0
+    assert d.risk is Risk.LOW
     assert d.parameters["required"] == ["city", "date"]
     assert d.parameters["additionalProperties"] is False
     props = d.parameters["properties"]
-    assert props["city"] == {"type": "string", "minLength": 1, "description": 'City name, e.g. "Paris".'}
+    assert props["city"] == {
+        "type": "string",
+        "minLength": 1,
+        "description": 'City name, e.g. "Paris".',
+    }
     assert props["date"]["pattern"] == DATE
     assert props["date"]["description"] == "First day, YYYY-MM-DD."
     assert props["days"]["type"] == "integer"
-    assert d.returns is not None and set(d.returns["properties"]) == {"city", "temp_c"}
+    assert d.returns is not None
+    assert set(d.returns["properties"]) == {"city", "temp_c"}
     assert forecast("Oslo", "2026-03-03") == Forecast("Oslo", 12.5)
 
 
@@ -72,8 +82,9 @@ def test_descriptor_rejects_bad_fields() -> None:
     with pytest.raises(ToolDefinitionError, match='"type": "object"'):
         ToolDescriptor("t", {"type": "string"})
     with pytest.raises(ToolDefinitionError, match="execution_mode"):
-        ToolDescriptor.from_json({"tool_name": "t", "parameters": {"type": "object"},
-                                  "execution_mode": "sometimes"})
+        ToolDescriptor.from_json(
+            {"tool_name": "t", "parameters": {"type": "object"}, "execution_mode": "sometimes"}
+        )
 
 
 def test_bad_arguments_name_argument_value_and_rule() -> None:
@@ -91,7 +102,8 @@ def test_bad_arguments_name_argument_value_and_rule() -> None:
         registry.validate("forecast", {"city": "P", "date": "2026-03-03", "verbose": True})
     with pytest.raises(ArgumentError) as caught:
         registry.validate("forecast", {"city": "P", "date": "2026-03-03", "days": "two"})
-    assert caught.value.rule == "type" and caught.value.argument == "days"
+    assert caught.value.rule == "type"
+    assert caught.value.argument == "days"
 
 
 def test_registry_rejects_duplicates_and_names_unknown_tools() -> None:
@@ -110,8 +122,9 @@ def test_bad_arguments_never_reach_the_tool() -> None:
     with pytest.raises(ArgumentError):
         asyncio.run(registry.call("forecast", {"city": ""}, idempotency_key="k"))
     assert transport.calls == []
-    result = asyncio.run(registry.call("forecast", {"city": "A", "date": "2026-01-01"},
-                                       idempotency_key="k1"))
+    result = asyncio.run(
+        registry.call("forecast", {"city": "A", "date": "2026-01-01"}, idempotency_key="k1")
+    )
     assert result.value == {"ok": True}
     assert transport.calls == [("forecast", {"city": "A", "date": "2026-01-01"}, "k1")]
 

@@ -73,6 +73,11 @@ def _parser() -> argparse.ArgumentParser:
         help="llama: a shipped model's name or a path to a GGUF file (default: qwen2.5-coder-0.5b)",
     )
     run.add_argument(
+        "--script",
+        help="scripted: a JSON file mapping requests to plans "
+        '({"request": {"steps": [...]}}) instead of the built-in demo plans',
+    )
+    run.add_argument(
         "--today",
         type=date.fromisoformat,
         help="the date the request is made, YYYY-MM-DD (default: today)",
@@ -134,16 +139,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(json.dumps(result.to_json(), ensure_ascii=False))
     else:
         _print_result(result, settings)
-    return 0 if result.status == "succeeded" else 1
+    if result.status != "succeeded":
+        print(f"ember: run {result.run_id} {result.status}: {result.error}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _planner(args: argparse.Namespace) -> Planner:
     from ember.errors import PlannerError
 
     if args.planner == "scripted":
-        from ember.planner.scripted import DEMO_SCRIPT, ScriptedPlanner
+        from ember.planner.scripted import DEMO_SCRIPT, ScriptedPlanner, load_script
 
-        return ScriptedPlanner(DEMO_SCRIPT)
+        return ScriptedPlanner(load_script(args.script) if args.script else DEMO_SCRIPT)
     if args.planner == "openai":
         raise PlannerError(
             "the openai planner is not built yet (issue: Planner); use "

@@ -10,14 +10,16 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import date, timedelta
+from pathlib import Path
+from typing import Any
 
 import msgspec
 
-from ember.errors import PlannerError
+from ember.errors import PlanError, PlannerError
 from ember.planner.base import FirstToken, PlanEvent, PlanningTask
 from ember.planner.plan import Plan, Step
 
-__all__ = ["DEMO_SCRIPT", "ScriptedPlanner", "normalise_request"]
+__all__ = ["DEMO_SCRIPT", "ScriptedPlanner", "load_script", "normalise_request"]
 
 PlanSource = Plan | Callable[[date], Plan]
 
@@ -58,6 +60,24 @@ class ScriptedPlanner:
                 tokens = len(msgspec.json.encode(step)) / 4
                 await self._sleep(tokens / self._tokens_per_s)  # type: ignore[misc]
             yield step
+
+
+def load_script(path: str | Path) -> dict[str, PlanSource]:
+    """Read a script file: a JSON object mapping request texts to plans."""
+    try:
+        raw = msgspec.json.decode(Path(path).read_bytes(), type=dict[str, Any])
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise PlannerError(
+            f"cannot read script {path}: {exc}; it must be a JSON object "
+            '{"request text": {"steps": [...]}}'
+        ) from None
+    script: dict[str, PlanSource] = {}
+    for request, plan in raw.items():
+        try:
+            script[request] = Plan.from_json(plan)
+        except PlanError as exc:
+            raise PlannerError(f"script {path}, plan for {request!r}: {exc}") from None
+    return script
 
 
 def _travel(today: date) -> Plan:
