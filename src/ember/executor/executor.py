@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from ember.errors import ArgumentError, PlanError, PlannerError, ToolCallError
-from ember.executor.dag import blocked, ready
+from ember.executor.dag import Graph
 from ember.journal import (
     Journal,
     PlanStep,
@@ -27,7 +27,7 @@ from ember.journal import (
 )
 from ember.planner.base import FirstToken, PlanEvent
 from ember.planner.check import check_reference_paths, check_step
-from ember.planner.plan import Step, find_cycle, resolve
+from ember.planner.plan import Step, dependencies, find_cycle, resolve
 from ember.telemetry.latency import LatencyRecorder
 from ember.tools.registry import ToolRegistry
 
@@ -53,6 +53,7 @@ class RunExecution:
         self.wall = wall
         self.catalogue = {d.tool_name: d for d in registry.descriptors()}
         self.steps: dict[int, Step] = {}
+        self.graph = Graph()
         self.status: dict[int, StepStatus] = {}
         self.results: dict[int, Any] = {}
         self.resolved_args: dict[int, dict[str, Any]] = {}
@@ -86,35 +87,39 @@ class RunExecution:
         try:
             check_step(step, self.catalogue)
         except PlanError as exc:
-            await self._fail(step.id, str(exc), 0.0)
-        await self._schedule()
+            await self._reject(step.id, str(exc))
+            return
+        await self._apply(*self.graph.add(step.id, dependencies(step)))
 
     async def _close_plan(self) -> None:
         """The plan is complete: fail steps that wait on missing steps or on a cycle."""
         for step_id, problem in check_reference_paths(self.steps, self.catalogue):
             if self.status[step_id] is StepStatus.PLANNED:
-                await self._fail(step_id, f"step {step_id} {problem}", 0.0)
-        pending = {i: s for i, s in self.steps.items() if self.status[i] is StepStatus.PLANNED}
-        cycle = find_cycle(pending.values())
+                await self._reject(step_id, f"step {step_id} {problem}")
+        waiting = [self.steps[i] for i in self.graph.waiting()]
+        cycle = find_cycle(waiting)
         if cycle:
             text = " -> ".join(map(str, cycle))
-            for step_id in dict.fromkeys(cycle):
+            members = list(dict.fromkeys(cycle))
+            for step_id in members:  # all of them fail; none is "skipped" because of another
                 await self._fail(step_id, f"steps {text} form a dependency cycle", 0.0)
-        await self._schedule()
+            for step_id in members:
+                await self._apply(*self.graph.finish(step_id, False))
 
-    async def _schedule(self) -> None:
-        """Skip what can never run, then start everything that can."""
-        while skips := blocked(self.steps, self.status):
-            for step_id, dep in skips.items():
-                self.status[step_id] = StepStatus.SKIPPED
-                self.errors[step_id] = f"step {dep} ({self.steps[dep].tool}) did not succeed"
-                await self.journal.append(
-                    StepSkipped(self.run_id, self.wall(), step_id, self.errors[step_id])
-                )
+    async def _apply(self, ready: list[int], skipped: list[tuple[int, int]]) -> None:
+        """Start the steps that became ready; record the ones that never can run."""
         assert self._group is not None
-        for step_id in ready(self.steps, self.status):
+        for step_id in ready:
             self.status[step_id] = StepStatus.RUNNING
             self._group.create_task(self._run_step(self.steps[step_id]))
+        for step_id, cause in skipped:
+            if self.status[step_id] is not StepStatus.PLANNED:
+                continue  # already failed on its own account (a cycle member)
+            self.status[step_id] = StepStatus.SKIPPED
+            self.errors[step_id] = f"step {cause} ({self.steps[cause].tool}) did not succeed"
+            await self.journal.append(
+                StepSkipped(self.run_id, self.wall(), step_id, self.errors[step_id])
+            )
 
     async def _run_step(self, step: Step) -> None:
         clock = self.recorder.clock
@@ -156,7 +161,7 @@ class RunExecution:
             )
             persist += self.recorder.persisted(mark)
         self.recorder.step(step.id, step.tool, started, self_s, persist)
-        await self._schedule()
+        await self._apply(*self.graph.finish(step.id, self.status[step.id] is StepStatus.SUCCEEDED))
 
     async def _fail(self, step_id: int, error: str, ms: float) -> float:
         """Record a failed step; returns the seconds spent waiting for the journal."""
@@ -166,3 +171,8 @@ class RunExecution:
         mark = self.recorder.clock()
         await self.journal.append(StepFailed(self.run_id, self.wall(), step_id, error, ms))
         return self.recorder.persisted(mark)
+
+    async def _reject(self, step_id: int, error: str) -> None:
+        """Fail a step that never ran (a plan error), and whatever waits on it."""
+        await self._fail(step_id, error, 0.0)
+        await self._apply(*self.graph.finish(step_id, False))

@@ -1,0 +1,207 @@
+"""Benchmark contenders: each function returns per-operation samples, in seconds.
+
+Floors (what the machine can do at best) sit next to ember's figures for the same operation,
+measured in the same run: a bare function call and an asyncio task per step for L2, a raw
+SQLite INSERT+COMMIT in WAL mode for L3.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+Samples = list[float]
+
+
+def _repeat(op: Callable[[], object], n: int) -> Samples:
+    samples = []
+    clock = time.perf_counter
+    for _ in range(n):
+        start = clock()
+        op()
+        samples.append(clock() - start)
+    return samples
+
+
+# -- L2: one tool step ---------------------------------------------------------------------------
+
+
+def floor_bare_call(n: int) -> Samples:
+    """A plain Python call of a trivial tool function."""
+
+    def tool(x: int) -> dict[str, int]:
+        return {"y": x + 1}
+
+    return _repeat(lambda: tool(1), n)
+
+
+def floor_asyncio_task(n: int) -> Samples:
+    """An asyncio task per step, created and awaited (the executor's unavoidable minimum)."""
+
+    async def tool(x: int) -> dict[str, int]:
+        return {"y": x + 1}
+
+    async def main() -> Samples:
+        samples = []
+        clock = time.perf_counter
+        for _ in range(n):
+            start = clock()
+            await asyncio.create_task(tool(1))
+            samples.append(clock() - start)
+        return samples
+
+    return asyncio.run(main())
+
+
+def _chain_registry() -> Any:
+    from ember import ToolRegistry, tool
+
+    @tool(inline=True)
+    def inc(x: int) -> dict[str, int]:
+        """Adds one."""
+        return {"y": x + 1}
+
+    registry = ToolRegistry()
+    registry.register(inc)
+    return registry
+
+
+def _chain_plan(steps: int) -> Any:
+    from ember import Plan, Step
+
+    first = Step(1, "inc", {"x": 0})
+    rest = [Step(i, "inc", {"x": f"${i - 1}.y"}) for i in range(2, steps + 1)]
+    return Plan([first, *rest])
+
+
+def ember_l2_step(n: int) -> Samples:
+    """ember's orchestration overhead per step (L2: resolve references, validate, dispatch,
+    record), tool and journal time excluded, from the step spans of 20-step sequential chains."""
+    samples: Samples = []
+    for done in _chain_runs(n // 20 + 1):
+        for span in done.spans:
+            if span["layer"] == "L2":
+                attrs = span["attrs"]
+                samples.append((span["ms"] - attrs["tool_ms"] - attrs["persist_ms"]) / 1000)
+    return samples[:n]
+
+
+def ember_chain_step(n: int) -> Samples:
+    """A whole 20-step sequential chain (in-memory journal), end to end, divided by 20: the
+    per-step cost including scheduling between steps and the scripted planner."""
+    return [done.latency_ms["l4_e2e"] / 1000 / 20 for done in _chain_runs(max(1, n // 20))]
+
+
+def _chain_runs(runs: int) -> list[Any]:
+    from ember import Runtime, ScriptedPlanner
+    from ember.journal import RunDone
+    from ember.testing import MemoryJournal
+
+    journal = MemoryJournal()
+    runtime = Runtime(_chain_registry(), ScriptedPlanner({"chain": _chain_plan(20)}), journal)
+
+    async def main() -> list[Any]:
+        finished = []
+        for _ in range(runs):
+            result = await runtime.run("chain")
+            assert result.status == "succeeded", result.error
+            done = journal.events[-1]
+            assert isinstance(done, RunDone)
+            finished.append(done)
+            journal.events.clear()
+        return finished
+
+    return asyncio.run(main())
+
+
+# -- L3: one durable journal record --------------------------------------------------------------
+
+
+def floor_sqlite_commit(n: int, *, synchronous: str = "NORMAL") -> Samples:
+    """A raw INSERT + COMMIT of a ~200-byte row in a WAL database."""
+    with tempfile.TemporaryDirectory() as tmp:
+        db = sqlite3.connect(Path(tmp) / "floor.db", isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute(f"PRAGMA synchronous={synchronous}")
+        db.execute("CREATE TABLE t(seq INTEGER PRIMARY KEY, run_id TEXT, body BLOB)")
+        body = b"x" * 200
+
+        def commit() -> None:
+            db.execute("BEGIN")
+            db.execute("INSERT INTO t(run_id, body) VALUES (?, ?)", ("r-1", body))
+            db.execute("COMMIT")
+
+        samples = _repeat(commit, n)
+        db.close()
+    return samples
+
+
+def ember_l3_append(n: int, *, durability: str = "normal") -> Samples:
+    """`SQLiteJournal.append` of a step.done event, awaited until durable, one at a time."""
+    from ember import SQLiteJournal
+    from ember.journal import StepDone
+
+    async def main(journal: SQLiteJournal) -> Samples:
+        samples = []
+        clock = time.perf_counter
+        for i in range(n):
+            event = StepDone("r-bench", time.time(), i, {"temp_c": 9.8, "city": "Paris"}, 1.0, 0.5)
+            start = clock()
+            await journal.append(event)
+            samples.append(clock() - start)
+        return samples
+
+    with tempfile.TemporaryDirectory() as tmp:
+        journal = SQLiteJournal(Path(tmp) / "bench.db", durability=durability)  # type: ignore[arg-type]
+        try:
+            return asyncio.run(main(journal))
+        finally:
+            journal.close()
+
+
+# -- argument validation (how the validator library was chosen) ----------------------------------
+
+_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string", "minLength": 1},
+        "check_in": {"type": "string", "format": "date", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"},
+        "nights": {"type": "integer", "minimum": 1},
+    },
+    "required": ["city", "check_in", "nights"],
+    "additionalProperties": False,
+}
+_ARGS = {"city": "Paris", "check_in": "2026-03-03", "nights": 2}
+
+
+def validate_jsonschema_rs(n: int) -> Samples:
+    """ember's validator: jsonschema-rs, compiled once (search_hotels' arguments)."""
+    from ember.tools.validation import compile_validator
+
+    validate = compile_validator("search_hotels", _SCHEMA)
+    return _batched(lambda: validate(_ARGS), n)
+
+
+def validate_fastjsonschema(n: int) -> Samples:
+    """The alternative: fastjsonschema, compiled once (needs the bench extra)."""
+    import fastjsonschema
+
+    validate = fastjsonschema.compile(_SCHEMA)
+    return _batched(lambda: validate(_ARGS), n)
+
+
+def _batched(op: Callable[[], object], n: int, batch: int = 100) -> Samples:
+    """Sub-microsecond operations: time batches and report the per-operation mean of each."""
+    samples = []
+    clock = time.perf_counter
+    for _ in range(max(1, n // batch)):
+        start = clock()
+        for _ in range(batch):
+            op()
+        samples.append((clock() - start) / batch)
+    return samples

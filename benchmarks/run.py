@@ -1,0 +1,184 @@
+"""Run the benchmarks: each contender in its own process, then one table (and JSON).
+
+    python -m benchmarks.run                  # the layers suite, table on stdout
+    python -m benchmarks.run --json out.json  # also write the results as JSON
+    python -m benchmarks.run --quick          # fewer samples
+
+Each row reports the median and p99 of per-operation samples in microseconds, and the ratio of
+the median to the row's floor, measured in the same run on the same machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+from typing import Any, NamedTuple
+
+from benchmarks import contenders
+
+
+class Row(NamedTuple):
+    name: str  # stable: results are compared across versions by it
+    contender: str  # function in benchmarks.contenders
+    floor: str | None  # the name of the row this one is compared with
+    samples: int
+    kwargs: dict[str, Any] = {}  # noqa: RUF012 (never mutated)
+    target_us: float | None = None  # the median an issue asks for, if any
+
+
+SUITES: dict[str, list[Row]] = {
+    "layers": [
+        Row("l2.floor.bare_call", "floor_bare_call", None, 20000),
+        Row("l2.floor.asyncio_task", "floor_asyncio_task", "l2.floor.bare_call", 20000),
+        Row("l2.ember.step_overhead", "ember_l2_step", "l2.floor.asyncio_task", 20000),
+        Row(
+            "l2.ember.chain20_per_step",
+            "ember_chain_step",
+            "l2.floor.asyncio_task",
+            20000,
+            target_us=30.0,
+        ),
+        Row("l3.floor.sqlite_commit_wal_normal", "floor_sqlite_commit", None, 5000),
+        Row(
+            "l3.ember.append_normal",
+            "ember_l3_append",
+            "l3.floor.sqlite_commit_wal_normal",
+            5000,
+            target_us=60.0,
+        ),
+        Row(
+            "l3.floor.sqlite_commit_wal_full",
+            "floor_sqlite_commit",
+            None,
+            500,
+            {"synchronous": "FULL"},
+        ),
+        Row(
+            "l3.ember.append_full",
+            "ember_l3_append",
+            "l3.floor.sqlite_commit_wal_full",
+            500,
+            {"durability": "full"},
+        ),
+        Row("validate.jsonschema_rs", "validate_jsonschema_rs", None, 50000),
+        Row("validate.fastjsonschema", "validate_fastjsonschema", "validate.jsonschema_rs", 50000),
+    ],
+}
+
+
+def percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def measure_one(contender: str, samples: int, kwargs: dict[str, Any]) -> dict[str, float]:
+    """Runs in the child process."""
+    fn = getattr(contenders, contender)
+    fn(max(10, samples // 20), **kwargs)  # warm-up: imports, caches, JIT-less but page-warm
+    data = fn(samples, **kwargs)
+    return {
+        "median_us": statistics.median(data) * 1e6,
+        "p99_us": percentile(data, 0.99) * 1e6,
+        "n": len(data),
+    }
+
+
+def run_row(row: Row, quick: bool) -> dict[str, Any]:
+    samples = max(50, row.samples // 10) if quick else row.samples
+    child = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.run",
+            "--one",
+            row.contender,
+            str(samples),
+            json.dumps(row.kwargs),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if child.returncode != 0:
+        last = (child.stderr.strip().splitlines() or ["?"])[-1]
+        return {"name": row.name, "contender": row.contender, "skipped": last}
+    return {"name": row.name, "contender": row.contender, **json.loads(child.stdout)}
+
+
+def machine() -> dict[str, Any]:
+    model = "unknown"
+    try:
+        with open("/proc/cpuinfo") as handle:
+            model = next(
+                line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")
+            )
+    except (OSError, StopIteration):
+        pass
+    return {
+        "cpu": model,
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "system": platform.platform(),
+        "load_avg_1m": os.getloadavg()[0],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--suite", choices=sorted(SUITES), default="layers")
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--json", dest="json_out", help="write results to this file")
+    parser.add_argument("--one", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.one:
+        name, samples, kwargs = args.one
+        print(json.dumps(measure_one(name, int(samples), json.loads(kwargs))))
+        return 0
+
+    results: list[dict[str, Any]] = []
+    by_name: dict[str, dict[str, Any]] = {}
+    print(f"{'benchmark':<36} {'median us':>11} {'p99 us':>11} {'x floor':>8}  target", flush=True)
+    for row in SUITES[args.suite]:
+        result = run_row(row, args.quick)
+        floor = by_name.get(row.floor or "")
+        if "median_us" in result and floor and "median_us" in floor:
+            result["floor"] = row.floor
+            result["ratio_to_floor"] = result["median_us"] / floor["median_us"]
+        if row.target_us is not None and "median_us" in result:
+            result["target_us"] = row.target_us
+            result["meets_target"] = result["median_us"] <= row.target_us
+        by_name[row.name] = result
+        results.append(result)
+        print(_line(result), flush=True)
+    report = {
+        "machine": machine(),
+        "command": " ".join(["python -m benchmarks.run", *sys.argv[1:]]),
+        "suites": {args.suite: results},
+    }
+    if args.json_out:
+        with open(args.json_out, "w") as handle:
+            json.dump(report, handle, indent=2)
+    return 0
+
+
+def _line(result: dict[str, Any]) -> str:
+    if "skipped" in result:
+        return f"{result['name']:<36} skipped: {result['skipped']}"
+    ratio = f"{result['ratio_to_floor']:.2f}" if "ratio_to_floor" in result else "floor"
+    target = ""
+    if "target_us" in result:
+        verdict = "pass" if result["meets_target"] else "FAIL"
+        target = f"<= {result['target_us']:.0f} us: {verdict}"
+    return (
+        f"{result['name']:<36} {result['median_us']:>11.2f} {result['p99_us']:>11.2f} "
+        f"{ratio:>8}  {target}"
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
