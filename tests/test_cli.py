@@ -81,9 +81,10 @@ def test_run_prints_answer_and_latency_table(ember_env: dict[str, str]) -> None:
 
 def test_tools_listing(ember_env: dict[str, str]) -> None:
     done = ember(ember_env, "tools")
-    lines = done.stdout.splitlines()
-    assert len(lines) == 14
-    assert lines[-1].split()[:2] == ["generate_report", "async"]
+    rows = [line.split()[:3] for line in done.stdout.splitlines()]
+    assert len(rows) == 16
+    assert ["generate_report", "async", "demo"] in rows
+    assert rows[-2:] == [["sleep", "sync", "builtin"], ["wait_until", "sync", "builtin"]]
     full = json.loads(ember(ember_env, "tools", "--json").stdout)
     assert {"tool_name", "parameters", "execution_mode"} <= set(full[0])
 

@@ -7,8 +7,10 @@ Exit codes: 0 success; 1 the run failed; 2 bad input (the message says what to c
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+from collections.abc import Iterator
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
@@ -16,8 +18,8 @@ from ember._version import __version__
 
 if TYPE_CHECKING:
     from ember.config import Settings
-    from ember.executor import RunResult
-    from ember.journal import Event
+    from ember.executor import RunResult, Runtime
+    from ember.journal import Event, SQLiteJournal
     from ember.planner import Planner
 
 EXAMPLE = (
@@ -33,13 +35,18 @@ def main(argv: list[str] | None = None) -> int:
     if not hasattr(args, "handler"):
         parser.print_help()
         return 2
-    from ember.errors import UserError
+    from ember.errors import EmberError, EmberInternalError, UserError
 
     try:
         code: int = args.handler(args)
     except UserError as exc:
         print(f"ember: {exc}", file=sys.stderr)
         return 2
+    except EmberError as exc:
+        if isinstance(exc, EmberInternalError):
+            raise
+        print(f"ember: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("ember: interrupted", file=sys.stderr)
         return 130
@@ -104,12 +111,64 @@ def _parser() -> argparse.ArgumentParser:
     _db_option(show)
     show.add_argument("--json", action="store_true", help="print the run and events as JSON")
     show.set_defaults(handler=_cmd_runs_show)
+    resolve = runs_commands.add_parser(
+        "resolve", help="decide about an in-doubt step (then `ember resume` the run)"
+    )
+    resolve.add_argument("run_id", help="a run id, or a unique prefix of one")
+    resolve.add_argument("step_id", type=int, help="the in-doubt step")
+    decision = resolve.add_mutually_exclusive_group(required=True)
+    for name, text in (
+        ("retry", "call the tool again (same idempotency key)"),
+        ("skip", "take the step as done: the effect did happen"),
+        ("fail", "fail the step; the steps that need it are skipped"),
+    ):
+        decision.add_argument(
+            f"--{name}", dest="decision", action="store_const", const=name, help=text
+        )
+    _db_option(resolve)
+    resolve.set_defaults(handler=_cmd_runs_resolve)
+
+    resume = commands.add_parser("resume", help="resume interrupted runs from the journal")
+    target = resume.add_mutually_exclusive_group(required=True)
+    target.add_argument("run_id", nargs="?", help="a run id, or a unique prefix of one")
+    target.add_argument(
+        "--all", action="store_true", help="every interrupted run whose process is gone"
+    )
+    resume.add_argument(
+        "--planner",
+        choices=["llama", "scripted"],
+        default=None,
+        help="for a run whose plan was not complete (default: the run's own)",
+    )
+    resume.add_argument("--model", help="llama: as for `ember run`")
+    resume.add_argument("--script", help="scripted: as for `ember run`")
+    _db_option(resume)
+    resume.add_argument("--json", action="store_true", help="one JSON object per run")
+    resume.set_defaults(handler=_cmd_resume)
+
+    chaos = commands.add_parser(
+        "chaos", help="crash test: kill -9 runs at random instants, resume, count effects"
+    )
+    chaos.add_argument("--trials", type=int, default=20, help="how many crashes (default 20)")
+    chaos.add_argument("--steps", type=int, default=100, help="steps per workflow (default 100)")
+    chaos.add_argument("--durability", choices=["normal", "full"], default="normal")
+    chaos.add_argument(
+        "--mode",
+        choices=["idempotent", "non-idempotent", "both"],
+        default="both",
+        help="side-effecting tools that dedupe by key, ones that cannot, or both",
+    )
+    chaos.add_argument("--seed", type=int, default=1, help="random seed for the kill instants")
+    chaos.add_argument("--json", action="store_true", help="print the results as JSON")
+    chaos.set_defaults(handler=_cmd_chaos)
     return parser
 
 
 def _db_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--db", help="journal database (default: $EMBER_DB, else ~/.local/share/ember/ember.db)"
+        "--db",
+        default=argparse.SUPPRESS,
+        help="journal database (default: $EMBER_DB, else ~/.local/share/ember/ember.db)",
     )
 
 
@@ -119,40 +178,66 @@ def _db_option(parser: argparse.ArgumentParser) -> None:
 def _cmd_run(args: argparse.Namespace) -> int:
     import asyncio
 
+    with _journal(args) as journal:
+        runtime = _runtime(args, journal, args.planner)
+        result = asyncio.run(runtime.run(args.task, today=args.today))
+    return _report(args, result)
+
+
+@contextlib.contextmanager
+def _journal(args: argparse.Namespace) -> Iterator[SQLiteJournal]:
+    from ember.config import Settings
+    from ember.journal import SQLiteJournal
+
+    journal = SQLiteJournal(Settings.load(_db(args)).db)
+    try:
+        yield journal
+    finally:
+        journal.close()
+
+
+def _runtime(args: argparse.Namespace, journal: SQLiteJournal, planner: str | None) -> Runtime:
+    """The demo tools, the journal (showing progress on stderr), and a planner if one is named."""
     from ember.config import Settings
     from ember.executor import Runtime
-    from ember.journal import SQLiteJournal
     from ember.journal.observed import ObservedJournal
     from ember.tools.demo import DemoWorld, demo_registry
 
-    settings = Settings.load(args.db)
-    planner = _planner(args)
-    registry = demo_registry(DemoWorld(settings.demo_dir))
-    journal = SQLiteJournal(settings.db)
-    progress = _Progress()
-    try:
-        runtime = Runtime(registry, planner, ObservedJournal(journal, progress.show))
-        result = asyncio.run(runtime.run(args.task, today=args.today))
-    finally:
-        journal.close()
+    registry = demo_registry(DemoWorld(Settings.load(_db(args)).demo_dir))
+    observed = ObservedJournal(journal, _Progress().show)
+    return Runtime(registry, _planner(args, planner) if planner else None, observed)
+
+
+def _report(args: argparse.Namespace, result: RunResult) -> int:
     if args.json:
         print(json.dumps(result.to_json(), ensure_ascii=False))
     else:
-        _print_result(result, settings)
+        from ember.config import Settings
+
+        _print_result(result, Settings.load(_db(args)))
     if result.status != "succeeded":
         print(f"ember: run {result.run_id} {result.status}: {result.error}", file=sys.stderr)
         return 1
     return 0
 
 
-def _planner(args: argparse.Namespace) -> Planner:
+def _user() -> str:
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return ""
+
+
+def _planner(args: argparse.Namespace, name: str) -> Planner:
     from ember.errors import PlannerError
 
-    if args.planner == "scripted":
+    if name == "scripted":
         from ember.planner.scripted import DEMO_SCRIPT, ScriptedPlanner, load_script
 
         return ScriptedPlanner(load_script(args.script) if args.script else DEMO_SCRIPT)
-    if args.planner == "openai":
+    if name == "openai":
         raise PlannerError(
             "the openai planner is not built yet (issue: Planner); use "
             "--planner llama (embedded model) or --planner scripted"
@@ -217,28 +302,124 @@ def _print_result(result: RunResult, settings: Settings) -> None:
 
 
 def _cmd_tools(args: argparse.Namespace) -> int:
-    from ember.tools.demo import demo_catalog
+    from ember.config import Settings
+    from ember.tools.demo import DemoWorld, demo_registry
 
-    descriptors = demo_catalog()
+    registry = demo_registry(DemoWorld(Settings.load(_db(args)).demo_dir))
     if args.json:
-        print(json.dumps([d.to_json() for d in descriptors], indent=2, ensure_ascii=False))
+        descriptors = [dict(t.descriptor.to_json(), source=t.source) for t in registry]
+        print(json.dumps(descriptors, indent=2, ensure_ascii=False))
         return 0
-    for d in descriptors:
-        print(f"{d.tool_name:<24} {d.execution_mode.value:<6} demo    {d.summary}")
+    for registered in registry:
+        d = registered.descriptor
+        print(f"{d.tool_name:<24} {d.execution_mode.value:<6} {registered.source:<8} {d.summary}")
     return 0
+
+
+def _db(args: argparse.Namespace) -> str | None:
+    db: str | None = getattr(args, "db", None)
+    return db
+
+
+def _cmd_runs_resolve(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from ember.executor import Runtime
+    from ember.journal import Decision
+    from ember.tools.registry import ToolRegistry
+
+    with _journal(args) as journal:
+        run_id = journal.find_run(args.run_id)
+        runtime = Runtime(ToolRegistry(), None, journal)  # a decision needs no tools
+        asyncio.run(runtime.resolve(run_id, args.step_id, Decision(args.decision), _user()))
+    print(
+        f"step {args.step_id} of {run_id}: {args.decision}. Continue with `ember resume {run_id}`.",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _cmd_resume(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from ember.journal import RunStatus
+
+    with _journal(args) as journal:
+        if args.all:
+            run_ids = [
+                r.run_id
+                for r in journal.runs(limit=10_000)
+                if r.status is RunStatus.RUNNING and not _owner_alive(journal, r.run_id)
+            ]
+            if not run_ids:
+                print("no interrupted runs", file=sys.stderr)
+        else:
+            run_ids = [journal.find_run(args.run_id)]
+        worst = 0
+        for run_id in run_ids:
+            from ember.journal import fold
+
+            state = fold(run_id, journal.read(run_id))
+            planner_name = None if state.plan_done else (args.planner or state.planner)
+            runtime = _runtime(args, journal, planner_name)
+            print(f"resuming {run_id}", file=sys.stderr)
+            result = asyncio.run(runtime.resume(run_id))
+            worst = max(worst, _report(args, result))
+    return worst
+
+
+def _owner_alive(journal: SQLiteJournal, run_id: str) -> bool:
+    """True when the process that owns the run is still running on this host."""
+    import os
+    import socket
+
+    from ember.journal import fold
+
+    host, _, pid = fold(run_id, journal.read(run_id)).owner.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _cmd_chaos(args: argparse.Namespace) -> int:
+    from ember.chaos import run_chaos
+
+    modes = ["idempotent", "non-idempotent"] if args.mode == "both" else [args.mode]
+    reports = [
+        run_chaos(
+            trials=args.trials,
+            steps=args.steps,
+            durability=args.durability,
+            idempotent=mode == "idempotent",
+            seed=args.seed,
+        )
+        for mode in modes
+    ]
+    if args.json:
+        out = (
+            reports[0].to_json()
+            if len(reports) == 1
+            else {"modes": {mode: r.to_json() for mode, r in zip(modes, reports, strict=True)}}
+        )
+        print(json.dumps(out))
+    else:
+        for mode, report in zip(modes, reports, strict=True):
+            print(report.table(mode))
+    failed = any(r.duplicated or r.lost for r in reports)
+    return 1 if failed else 0
 
 
 def _cmd_runs(args: argparse.Namespace) -> int:
     from datetime import datetime
 
-    from ember.config import Settings
-    from ember.journal import SQLiteJournal
-
-    journal = SQLiteJournal(Settings.load(args.db).db)
-    try:
+    with _journal(args) as journal:
         summaries = journal.runs(args.limit)
-    finally:
-        journal.close()
     if not summaries:
         print('no runs yet: try `ember run "..."`', file=sys.stderr)
     for run in summaries:
@@ -250,15 +431,11 @@ def _cmd_runs(args: argparse.Namespace) -> int:
 def _cmd_runs_show(args: argparse.Namespace) -> int:
     import msgspec
 
-    from ember.config import Settings
-    from ember.journal import SQLiteJournal, fold
+    from ember.journal import fold
 
-    journal = SQLiteJournal(Settings.load(args.db).db)
-    try:
+    with _journal(args) as journal:
         run_id = journal.find_run(args.run_id)
         events = journal.read(run_id)
-    finally:
-        journal.close()
     state = fold(run_id, events)
     if args.json:
         print(

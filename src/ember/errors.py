@@ -13,7 +13,8 @@ EmberError                      base of everything below
 │   └── RunNotFoundError        no run with that id in the journal
 ├── ToolCallError               a tool raised while running; carries the step and the cause
 ├── JournalError                the journal cannot be opened or written
-│   └── CorruptRecordError      a record's checksum does not match its body
+│   ├── CorruptRecordError      a record's checksum does not match its body
+│   └── NondeterminismError     a replayed step differs from what the journal recorded
 └── EmberInternalError          a bug in ember itself: please report it
 ```
 
@@ -30,6 +31,7 @@ __all__ = [
     "EmberInternalError",
     "JournalError",
     "ModelError",
+    "NondeterminismError",
     "PlanError",
     "PlannerError",
     "RunNotFoundError",
@@ -119,6 +121,19 @@ class JournalError(EmberError):
 
 class CorruptRecordError(JournalError):
     """A journal record's checksum does not match its body."""
+
+
+class NondeterminismError(JournalError):
+    """Recovery found a step whose tool or arguments differ from what the journal recorded."""
+
+    def __init__(self, run_id: str, step_id: int, recorded: object, expected: object) -> None:
+        self.run_id = run_id
+        self.step_id = step_id
+        super().__init__(
+            f"run {run_id}, step {step_id}: the journal recorded {recorded}, but replaying the run "
+            f"now gives {expected}. The plan or the code changed since the run started; resume "
+            "it with the version that started it, or fail the run"
+        )
 
 
 class EmberInternalError(EmberError):

@@ -48,13 +48,19 @@ class MemoryJournal:
 
 
 class FakeClock:
-    """A clock for `Runtime(clock=...)`: returns `now`, which only `advance` changes."""
+    """A clock for `Runtime(clock=..., wall=..., sleep=...)`: returns `now`, which only
+    `advance` and `sleep` change; `sleep` records each wait in `slept` and returns at once."""
 
     def __init__(self, start: float = 0.0) -> None:
         self.now = start
+        self.slept: list[float] = []
 
     def __call__(self) -> float:
         return self.now
 
     def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+    async def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
         self.now += seconds

@@ -4,24 +4,41 @@ while the planner may still be writing later steps (LLMCompiler's streaming task
 Each step: resolve references -> validate arguments -> `step.intent` durable -> call the tool
 -> `step.done` / `step.failed` durable. A failed step never cancels unrelated branches; the
 steps that depend on it are recorded as `step.skipped`, naming the step that failed.
+
+Recovery (`recorded` is the folded state of an interrupted run): recorded steps must match what
+is replayed (else `NondeterminismError`); finished steps are never run again, their results are
+reused; a step with an intent but no outcome is re-dispatched with the same idempotency key if
+its tool is idempotent, and otherwise becomes `in_doubt` until a person decides.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-from ember.errors import ArgumentError, PlanError, PlannerError, ToolCallError
+from ember.errors import (
+    ArgumentError,
+    NondeterminismError,
+    PlanError,
+    PlannerError,
+    ToolCallError,
+)
 from ember.executor.dag import Graph
 from ember.journal import (
+    Decision,
     Journal,
+    PlanDone,
     PlanStep,
+    RunState,
     StepDone,
     StepFailed,
+    StepInDoubt,
     StepIntent,
+    StepJob,
     StepSkipped,
+    StepState,
     StepStatus,
     idempotency_key,
 )
@@ -29,9 +46,14 @@ from ember.planner.base import FirstToken, PlanEvent
 from ember.planner.check import check_reference_paths, check_step
 from ember.planner.plan import Step, dependencies, find_cycle, resolve
 from ember.telemetry.latency import LatencyRecorder
-from ember.tools.registry import ToolRegistry
+from ember.tools.context import StepContext, _current
+from ember.tools.descriptor import ExecutionMode
+from ember.tools.registry import RegisteredTool, ToolRegistry
+from ember.tools.transport import JobTransport, ToolResult
 
 __all__ = ["RunExecution"]
+
+_FINAL = (StepStatus.SUCCEEDED, StepStatus.FAILED, StepStatus.SKIPPED)
 
 
 class RunExecution:
@@ -45,12 +67,16 @@ class RunExecution:
         recorder: LatencyRecorder,
         *,
         wall: Callable[[], float] = time.time,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        recorded: RunState | None = None,
     ) -> None:
         self.run_id = run_id
         self.registry = registry
         self.journal = journal
         self.recorder = recorder
         self.wall = wall
+        self.sleep = sleep
+        self.recorded = recorded
         self.catalogue = {d.tool_name: d for d in registry.descriptors()}
         self.steps: dict[int, Step] = {}
         self.graph = Graph()
@@ -60,7 +86,12 @@ class RunExecution:
         self.errors: dict[int, str] = {}
         self.ms: dict[int, float] = {}
         self.plan_error: str | None = None
+        self.first_dispatch: float | None = None  # wall time the first tool call began
         self._group: asyncio.TaskGroup | None = None
+
+    @property
+    def in_doubt(self) -> list[int]:
+        return sorted(i for i, s in self.status.items() if s is StepStatus.IN_DOUBT)
 
     async def execute(self, plan: AsyncIterator[PlanEvent]) -> None:
         """Consume the planner's stream and run every step that can run."""
@@ -76,28 +107,63 @@ class RunExecution:
                 self.plan_error = str(exc)
             finally:
                 self.recorder.plan_done()
+            if self.plan_error is None and not (self.recorded and self.recorded.plan_done):
+                await self.journal.append(PlanDone(self.run_id, self.wall(), len(self.steps)))
             await self._close_plan()
+
+    def _recorded(self, step: Step) -> StepState | None:
+        """The journal's record of this step, if any; it must be the same step."""
+        record = self.recorded.steps.get(step.id) if self.recorded else None
+        if record is not None and (record.step.tool, record.step.args) != (step.tool, step.args):
+            raise NondeterminismError(
+                self.run_id,
+                step.id,
+                f"{record.step.tool} {record.step.args}",
+                f"{step.tool} {step.args}",
+            )
+        return record
 
     async def _add(self, step: Step) -> None:
         if step.id in self.steps:
             raise PlanError(f"the plan has two steps with id {step.id}")
+        record = self._recorded(step)
         self.steps[step.id] = step
         self.status[step.id] = StepStatus.PLANNED
-        await self.journal.append(PlanStep(self.run_id, self.wall(), step))
+        if record is None:
+            await self.journal.append(PlanStep(self.run_id, self.wall(), step))
         try:
             check_step(step, self.catalogue)
         except PlanError as exc:
             await self._reject(step.id, str(exc))
             return
-        await self._apply(*self.graph.add(step.id, dependencies(step)))
+        ready, skipped = self.graph.add(step.id, dependencies(step))
+        if record is not None and record.status in _FINAL:
+            self._restore(step.id, record)
+            ready = [i for i in ready if i != step.id]
+            more_ready, more_skipped = self.graph.finish(
+                step.id, record.status is StepStatus.SUCCEEDED
+            )
+            ready, skipped = ready + more_ready, skipped + more_skipped
+        await self._apply(ready, skipped)
+
+    def _restore(self, step_id: int, record: StepState) -> None:
+        """Take a finished step's outcome from the journal instead of running it again."""
+        self.status[step_id] = record.status
+        if record.intent_args is not None:
+            self.resolved_args[step_id] = record.intent_args
+        if record.status is StepStatus.SUCCEEDED:
+            self.results[step_id] = record.result
+        if record.error is not None:
+            self.errors[step_id] = record.error
+        if record.ms is not None:
+            self.ms[step_id] = record.ms
 
     async def _close_plan(self) -> None:
         """The plan is complete: fail steps that wait on missing steps or on a cycle."""
         for step_id, problem in check_reference_paths(self.steps, self.catalogue):
             if self.status[step_id] is StepStatus.PLANNED:
                 await self._reject(step_id, f"step {step_id} {problem}")
-        waiting = [self.steps[i] for i in self.graph.waiting()]
-        cycle = find_cycle(waiting)
+        cycle = find_cycle([self.steps[i] for i in self.graph.waiting()])
         if cycle:
             text = " -> ".join(map(str, cycle))
             members = list(dict.fromkeys(cycle))
@@ -114,7 +180,7 @@ class RunExecution:
             self._group.create_task(self._run_step(self.steps[step_id]))
         for step_id, cause in skipped:
             if self.status[step_id] is not StepStatus.PLANNED:
-                continue  # already failed on its own account (a cycle member)
+                continue  # already failed or skipped on its own account
             self.status[step_id] = StepStatus.SKIPPED
             self.errors[step_id] = f"step {cause} ({self.steps[cause].tool}) did not succeed"
             await self.journal.append(
@@ -126,18 +192,37 @@ class RunExecution:
         started = clock()
         persist = 0.0
         self_s = 0.0
+        record = self.recorded.steps.get(step.id) if self.recorded else None
         try:
             args = resolve(step.args, self.results)
             self.resolved_args[step.id] = args
             registered = self.registry.get(step.tool)
             registered.validate(args)
             key = idempotency_key(self.run_id, step.id, step.tool, args)
-            mark = clock()
-            await self.journal.append(
-                StepIntent(self.run_id, self.wall(), step.id, step.tool, args, key)
-            )
-            persist += self.recorder.persisted(mark)
-            outcome = await registered.transport.call(step.tool, args, idempotency_key=key)
+            if record is not None and record.intent_args is not None:  # interrupted mid-call
+                if record.intent_args != args:
+                    raise NondeterminismError(
+                        self.run_id,
+                        step.id,
+                        f"{step.tool} called with {record.intent_args}",
+                        f"{step.tool} called with {args}",
+                    )
+                if not await self._may_redispatch(step, registered, record):
+                    self.recorder.step(step.id, step.tool, started, 0.0, 0.0)
+                    return
+                intent_at = record.intent_at or self.wall()
+            else:
+                mark = clock()
+                intent_at = self.wall()
+                await self.journal.append(
+                    StepIntent(self.run_id, intent_at, step.id, step.tool, args, key)
+                )
+                persist += self.recorder.persisted(mark)
+            if self.first_dispatch is None:
+                self.first_dispatch = self.wall()
+            context = StepContext(self.run_id, step.id, key, intent_at, self.wall, self.sleep)
+            outcome, job_persist = await self._call(step, registered, args, context, record)
+            persist += job_persist
             self_s = outcome.self_s
         except ArgumentError as exc:
             detail = f"{exc.argument}={exc.value!r}" if exc.argument else "its arguments"
@@ -151,17 +236,77 @@ class RunExecution:
                 step.id, f"step {step.id} ({step.tool}) failed: {exc}", (clock() - started) * 1000
             )
         else:
-            ms = (clock() - started) * 1000
-            self.results[step.id] = outcome.value
-            self.status[step.id] = StepStatus.SUCCEEDED
-            self.ms[step.id] = ms
-            mark = clock()
-            await self.journal.append(
-                StepDone(self.run_id, self.wall(), step.id, outcome.value, ms, self_s * 1000)
-            )
-            persist += self.recorder.persisted(mark)
+            persist += await self._succeed(step.id, outcome, (clock() - started) * 1000)
         self.recorder.step(step.id, step.tool, started, self_s, persist)
-        await self._apply(*self.graph.finish(step.id, self.status[step.id] is StepStatus.SUCCEEDED))
+        ok = self.status[step.id] is StepStatus.SUCCEEDED
+        await self._apply(*self.graph.finish(step.id, ok))
+
+    async def _may_redispatch(
+        self, step: Step, registered: RegisteredTool, record: StepState
+    ) -> bool:
+        """For a step interrupted mid-call: apply a person's decision, re-dispatch an
+        idempotent tool, or hold a non-idempotent one in doubt. True: call it again."""
+        if record.decision is Decision.FAIL:
+            await self._fail(step.id, f"step {step.id} ({step.tool}) failed by decision", 0.0)
+            await self._apply(*self.graph.finish(step.id, False))
+            return False
+        if record.decision is Decision.SKIP:
+            await self._succeed(step.id, ToolResult(None, 0.0), 0.0)
+            await self._apply(*self.graph.finish(step.id, True))
+            return False
+        if record.decision is Decision.RETRY or registered.descriptor.idempotent:
+            return True
+        self.status[step.id] = StepStatus.IN_DOUBT
+        self.errors[step.id] = (
+            f"step {step.id} ({step.tool}) was interrupted after its intent was recorded and "
+            f"{step.tool} is not idempotent: it may or may not have happened. Decide with "
+            f"`ember runs resolve {self.run_id} {step.id} --retry|--skip|--fail`"
+        )
+        if record.status is not StepStatus.IN_DOUBT:
+            await self.journal.append(
+                StepInDoubt(self.run_id, self.wall(), step.id, self.errors[step.id])
+            )
+        return False
+
+    async def _call(
+        self,
+        step: Step,
+        registered: RegisteredTool,
+        args: dict[str, Any],
+        context: StepContext,
+        record: StepState | None,
+    ) -> tuple[ToolResult, float]:
+        """Call the tool within its step context; an async tool goes through its job handle."""
+        token = _current.set(context)
+        persist = 0.0
+        try:
+            transport = registered.transport
+            is_job = registered.descriptor.execution_mode == ExecutionMode.ASYNC
+            if not (is_job and isinstance(transport, JobTransport)):
+                return await transport.call(
+                    step.tool, args, idempotency_key=context.idempotency_key
+                ), 0.0
+            handle = record.job if record is not None else None
+            if handle is None:
+                handle = await transport.submit(
+                    step.tool, args, idempotency_key=context.idempotency_key
+                )
+                mark = self.recorder.clock()
+                await self.journal.append(StepJob(self.run_id, self.wall(), step.id, handle))
+                persist = self.recorder.persisted(mark)
+            return await transport.wait(step.tool, handle), persist
+        finally:
+            _current.reset(token)
+
+    async def _succeed(self, step_id: int, outcome: ToolResult, ms: float) -> float:
+        self.results[step_id] = outcome.value
+        self.status[step_id] = StepStatus.SUCCEEDED
+        self.ms[step_id] = ms
+        mark = self.recorder.clock()
+        await self.journal.append(
+            StepDone(self.run_id, self.wall(), step_id, outcome.value, ms, outcome.self_s * 1000)
+        )
+        return self.recorder.persisted(mark)
 
     async def _fail(self, step_id: int, error: str, ms: float) -> float:
         """Record a failed step; returns the seconds spent waiting for the journal."""

@@ -3,22 +3,36 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import socket
 import time
-import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import date
 from typing import Any
 
 import msgspec
 
+from ember.errors import NondeterminismError, UserError
 from ember.executor.answer import compose_answer
 from ember.executor.executor import RunExecution
-from ember.journal import Journal, RunDone, RunStarted, RunStatus, StepStatus
-from ember.planner.base import Planner, PlanningTask
+from ember.journal import (
+    Decision,
+    Journal,
+    RunDone,
+    RunResumed,
+    RunStarted,
+    RunState,
+    RunStatus,
+    RunWaiting,
+    StepResolved,
+    StepStatus,
+    fold,
+)
+from ember.planner.base import FirstToken, PlanEvent, Planner, PlanningTask
 from ember.telemetry.latency import LatencyRecorder
 from ember.tools.registry import ToolRegistry
 
-__all__ = ["RunResult", "Runtime", "StepReport"]
+__all__ = ["RunResult", "Runtime", "StepReport", "owner_id"]
 
 
 class StepReport(msgspec.Struct, frozen=True):
@@ -34,7 +48,10 @@ class StepReport(msgspec.Struct, frozen=True):
 
 
 class RunResult(msgspec.Struct, frozen=True):
-    """The outcome of a run: status, Markdown answer, every step, latency by layer (ms)."""
+    """The outcome of a run: status, Markdown answer, every step, latency by layer (ms).
+
+    `status` is `waiting` when recovery found steps in doubt: decide each with `resolve`, then
+    `resume` the run."""
 
     run_id: str
     status: RunStatus
@@ -48,38 +65,106 @@ class RunResult(msgspec.Struct, frozen=True):
         return data
 
 
+def owner_id() -> str:
+    """`host:pid` of this process: who is running a run, recorded in the journal."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
 class Runtime:
     """Runs tasks: plan with `planner`, execute on `registry`'s tools, journal to `journal`."""
 
     def __init__(
         self,
         registry: ToolRegistry,
-        planner: Planner,
+        planner: Planner | None,
         journal: Journal,
         *,
         clock: Callable[[], float] = time.perf_counter,
         wall: Callable[[], float] = time.time,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self.registry = registry
         self.planner = planner
         self.journal = journal
         self.clock = clock
         self.wall = wall
+        self.sleep = sleep
+        self.first_dispatch: float | None = None  # of the last run or resume, for `ember chaos`
 
     async def run(
         self, task: str, *, today: date | None = None, run_id: str | None = None
     ) -> RunResult:
         """Plan and execute `task`; every event is durable in the journal before this returns."""
+        planner = self._need_planner()
         recorder = LatencyRecorder(self.clock)
-        run_id = run_id or f"r-{uuid.uuid4().hex[:12]}"
+        run_id = run_id or f"r-{os.urandom(6).hex()}"
         today = today or date.today()
         await self.journal.append(
-            RunStarted(run_id, self.wall(), task, self.planner.name, today.isoformat())
+            RunStarted(run_id, self.wall(), task, planner.name, today.isoformat(), owner_id())
         )
-        execution = RunExecution(run_id, self.registry, self.journal, recorder, wall=self.wall)
         planning = PlanningTask(task, today, tuple(self.registry.descriptors()))
+        return await self._execute(run_id, task, planner.plan(planning), recorder, None)
+
+    def _need_planner(self) -> Planner:
+        if self.planner is None:
+            raise UserError("this Runtime has no planner: pass one to plan new runs")
+        return self.planner
+
+    async def resume(self, run_id: str) -> RunResult:
+        """Continue an interrupted run from its journal: finished steps are not run again.
+
+        The plan is the recorded one if the planner had finished it; otherwise the planner runs
+        again and must reproduce the recorded steps (else `NondeterminismError`)."""
+        state = fold(run_id, self.journal.read(run_id))
+        if state.status not in (RunStatus.RUNNING, RunStatus.WAITING):
+            raise UserError(
+                f"run {run_id} already finished ({state.status.value}): nothing to resume"
+            )
+        recorder = LatencyRecorder(self.clock)
+        await self.journal.append(RunResumed(run_id, self.wall(), owner_id()))
+        if state.plan_done:
+            plan = _replay(state)
+        else:
+            planning = PlanningTask(
+                state.task, date.fromisoformat(state.today), tuple(self.registry.descriptors())
+            )
+            plan = self._need_planner().plan(planning)
+        return await self._execute(run_id, state.task, plan, recorder, state)
+
+    async def resolve(self, run_id: str, step_id: int, decision: Decision, by: str = "") -> None:
+        """Record a decision about an in-doubt step; `resume` then carries it out."""
+        state = fold(run_id, self.journal.read(run_id))
+        step = state.steps.get(step_id)
+        if step is None or step.status is not StepStatus.IN_DOUBT:
+            doubtful = [i for i, s in state.steps.items() if s.status is StepStatus.IN_DOUBT]
+            raise UserError(
+                f"step {step_id} of run {run_id} is not in doubt; steps in doubt: "
+                f"{doubtful or 'none'}"
+            )
+        await self.journal.append(StepResolved(run_id, self.wall(), step_id, decision, by))
+
+    async def _execute(
+        self,
+        run_id: str,
+        task: str,
+        plan: AsyncIterator[PlanEvent],
+        recorder: LatencyRecorder,
+        recorded: RunState | None,
+    ) -> RunResult:
+        execution = RunExecution(
+            run_id,
+            self.registry,
+            self.journal,
+            recorder,
+            wall=self.wall,
+            sleep=self.sleep,
+            recorded=recorded,
+        )
         try:
-            await execution.execute(self.planner.plan(planning))
+            try:
+                await execution.execute(plan)
+            except* NondeterminismError as group:
+                raise group.exceptions[0] from None
         except asyncio.CancelledError:
             await asyncio.shield(
                 self.journal.append(
@@ -95,10 +180,16 @@ class Runtime:
                 )
             )
             raise
+        finally:
+            self.first_dispatch = execution.first_dispatch
+        return await self._finish(run_id, task, execution, recorder)
+
+    async def _finish(
+        self, run_id: str, task: str, execution: RunExecution, recorder: LatencyRecorder
+    ) -> RunResult:
         succeeded = execution.plan_error is None and all(
             state is StepStatus.SUCCEEDED for state in execution.status.values()
         )
-        status = RunStatus.SUCCEEDED if succeeded else RunStatus.FAILED
         answer = compose_answer(
             task,
             steps=execution.steps,
@@ -107,13 +198,19 @@ class Runtime:
             errors=execution.errors,
             plan_error=execution.plan_error,
         )
-        error = None if succeeded else execution.plan_error or _first_error(execution)
         recorder.finish()
         latency = recorder.report()
-        spans = [msgspec.to_builtins(span) for span in recorder.spans]
-        await self.journal.append(
-            RunDone(run_id, self.wall(), status, answer, error, latency, spans)
-        )
+        if execution.in_doubt:
+            status = RunStatus.WAITING
+            error: str | None = execution.errors[execution.in_doubt[0]]
+            await self.journal.append(RunWaiting(run_id, self.wall(), execution.in_doubt))
+        else:
+            status = RunStatus.SUCCEEDED if succeeded else RunStatus.FAILED
+            error = None if succeeded else execution.plan_error or _first_error(execution)
+            spans = [msgspec.to_builtins(span) for span in recorder.spans]
+            await self.journal.append(
+                RunDone(run_id, self.wall(), status, answer, error, latency, spans)
+            )
         steps = [
             StepReport(
                 step_id,
@@ -127,6 +224,13 @@ class Runtime:
             for step_id, step in sorted(execution.steps.items())
         ]
         return RunResult(run_id, status, answer, steps, latency, error)
+
+
+async def _replay(state: RunState) -> AsyncIterator[PlanEvent]:
+    """The recorded plan, as a planner stream."""
+    yield FirstToken()
+    for step in state.steps.values():  # in the order they were planned
+        yield step.step
 
 
 def _first_error(execution: RunExecution) -> str | None:

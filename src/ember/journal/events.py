@@ -1,13 +1,19 @@
 """Journal events: kind-tagged, frozen records. A run is the fold of its events.
 
 ```
-run.started   the task, the planner, today's date
-plan.step     a step as the planner emitted it
-step.intent   written and durable BEFORE the tool is called, with the idempotency key
-step.done     the result, the tool's self-time
-step.failed   the error (a tool error, bad arguments, an unresolvable reference)
-step.skipped  a step that cannot run because a step it depends on failed
-run.done      final status, answer, latency figures and spans
+run.started    the task, the planner, today's date, the owning process
+plan.step      a step as the planner emitted it
+plan.done      the planner finished: the recorded steps are the whole plan
+step.intent    written and durable BEFORE the tool is called, with the idempotency key
+step.job       an async tool accepted the call: the job handle to re-attach to after a crash
+step.done      the result, the tool's self-time
+step.failed    the error (a tool error, bad arguments, an unresolvable reference)
+step.skipped   a step that cannot run because a step it depends on failed
+step.in_doubt  recovery found an intent without outcome for a tool that is not idempotent
+step.resolved  a person's decision about an in-doubt step: retry, skip or fail
+run.resumed    another process took the run over after a crash or restart
+run.waiting    the run stopped with steps in doubt; it waits for decisions
+run.done       final status, answer, latency figures and spans
 ```
 """
 
@@ -22,16 +28,24 @@ import msgspec
 from ember.planner.plan import Step
 
 __all__ = [
+    "Decision",
     "Event",
+    "PlanDone",
     "PlanStep",
     "RunDone",
+    "RunResumed",
     "RunStarted",
     "RunState",
     "RunStatus",
+    "RunWaiting",
     "StepDone",
     "StepFailed",
+    "StepInDoubt",
     "StepIntent",
+    "StepJob",
+    "StepResolved",
     "StepSkipped",
+    "StepState",
     "StepStatus",
     "decode_event",
     "encode_event",
@@ -42,6 +56,7 @@ __all__ = [
 
 class RunStatus(enum.StrEnum):
     RUNNING = "running"
+    WAITING = "waiting"  # for decisions about in-doubt steps
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     CANCELLED = "cancelled"
@@ -50,9 +65,18 @@ class RunStatus(enum.StrEnum):
 class StepStatus(enum.StrEnum):
     PLANNED = "planned"
     RUNNING = "running"
+    IN_DOUBT = "in_doubt"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     SKIPPED = "skipped"
+
+
+class Decision(enum.StrEnum):
+    """What to do with an in-doubt step: call it again (same key), take it as done, or fail it."""
+
+    RETRY = "retry"
+    SKIP = "skip"
+    FAIL = "fail"
 
 
 class _Event(msgspec.Struct, frozen=True, tag_field="kind"):
@@ -64,6 +88,11 @@ class RunStarted(_Event, frozen=True, tag="run.started"):
     task: str
     planner: str
     today: str
+    owner: str = ""  # "host:pid" of the process running it
+
+
+class PlanDone(_Event, frozen=True, tag="plan.done"):
+    steps: int
 
 
 class PlanStep(_Event, frozen=True, tag="plan.step"):
@@ -75,6 +104,11 @@ class StepIntent(_Event, frozen=True, tag="step.intent"):
     tool: str
     args: dict[str, Any]
     idempotency_key: str
+
+
+class StepJob(_Event, frozen=True, tag="step.job"):
+    step_id: int
+    handle: str
 
 
 class StepDone(_Event, frozen=True, tag="step.done"):
@@ -95,6 +129,25 @@ class StepSkipped(_Event, frozen=True, tag="step.skipped"):
     reason: str
 
 
+class StepInDoubt(_Event, frozen=True, tag="step.in_doubt"):
+    step_id: int
+    reason: str
+
+
+class StepResolved(_Event, frozen=True, tag="step.resolved"):
+    step_id: int
+    decision: Decision
+    by: str = ""
+
+
+class RunResumed(_Event, frozen=True, tag="run.resumed"):
+    owner: str
+
+
+class RunWaiting(_Event, frozen=True, tag="run.waiting"):
+    in_doubt: list[int]
+
+
 class RunDone(_Event, frozen=True, tag="run.done"):
     status: RunStatus
     answer: str
@@ -103,7 +156,21 @@ class RunDone(_Event, frozen=True, tag="run.done"):
     spans: list[dict[str, Any]] = []
 
 
-Event = RunStarted | PlanStep | StepIntent | StepDone | StepFailed | StepSkipped | RunDone
+Event = (
+    RunStarted
+    | PlanStep
+    | PlanDone
+    | StepIntent
+    | StepJob
+    | StepDone
+    | StepFailed
+    | StepSkipped
+    | StepInDoubt
+    | StepResolved
+    | RunResumed
+    | RunWaiting
+    | RunDone
+)
 
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(Event)
@@ -137,6 +204,10 @@ class StepState(msgspec.Struct):
     error: str | None = None
     ms: float | None = None
     idempotency_key: str | None = None
+    intent_args: dict[str, Any] | None = None
+    intent_at: float | None = None
+    job: str | None = None
+    decision: Decision | None = None
 
 
 class RunState(msgspec.Struct):
@@ -146,8 +217,10 @@ class RunState(msgspec.Struct):
     task: str = ""
     planner: str = ""
     today: str = ""
+    owner: str = ""
     started_at: float = 0.0
     status: RunStatus = RunStatus.RUNNING
+    plan_done: bool = False
     steps: dict[int, StepState] = {}
     answer: str = ""
     error: str | None = None
@@ -158,25 +231,43 @@ def fold(run_id: str, events: list[Event]) -> RunState:
     """The state of run `run_id` after `events` (pure)."""
     state = RunState(run_id)
     for event in events:
-        match event:
-            case RunStarted():
-                state.task, state.planner, state.today = event.task, event.planner, event.today
-                state.started_at = event.at
-            case PlanStep():
-                state.steps[event.step.id] = StepState(event.step)
-            case StepIntent():
-                step = state.steps[event.step_id]
-                step.status, step.idempotency_key = StepStatus.RUNNING, event.idempotency_key
-            case StepDone():
-                step = state.steps[event.step_id]
-                step.status, step.result, step.ms = StepStatus.SUCCEEDED, event.result, event.ms
-            case StepFailed():
-                step = state.steps[event.step_id]
-                step.status, step.error, step.ms = StepStatus.FAILED, event.error, event.ms
-            case StepSkipped():
-                step = state.steps[event.step_id]
-                step.status, step.error = StepStatus.SKIPPED, event.reason
-            case RunDone():
-                state.status, state.answer, state.error = event.status, event.answer, event.error
-                state.latency_ms = event.latency_ms
+        _apply(state, event)
     return state
+
+
+def _apply(state: RunState, event: Event) -> None:
+    match event:
+        case RunStarted():
+            state.task, state.planner, state.today = event.task, event.planner, event.today
+            state.started_at, state.owner = event.at, event.owner
+        case RunResumed():
+            state.owner, state.status = event.owner, RunStatus.RUNNING
+        case PlanStep():
+            state.steps[event.step.id] = StepState(event.step)
+        case PlanDone():
+            state.plan_done = True
+        case StepIntent():
+            step = state.steps[event.step_id]
+            step.status, step.idempotency_key = StepStatus.RUNNING, event.idempotency_key
+            step.intent_args, step.intent_at = event.args, event.at
+        case StepJob():
+            state.steps[event.step_id].job = event.handle
+        case StepDone():
+            step = state.steps[event.step_id]
+            step.status, step.result, step.ms = StepStatus.SUCCEEDED, event.result, event.ms
+        case StepFailed():
+            step = state.steps[event.step_id]
+            step.status, step.error, step.ms = StepStatus.FAILED, event.error, event.ms
+        case StepSkipped():
+            step = state.steps[event.step_id]
+            step.status, step.error = StepStatus.SKIPPED, event.reason
+        case StepInDoubt():
+            step = state.steps[event.step_id]
+            step.status, step.error, step.decision = StepStatus.IN_DOUBT, event.reason, None
+        case StepResolved():
+            state.steps[event.step_id].decision = event.decision
+        case RunWaiting():
+            state.status = RunStatus.WAITING
+        case RunDone():
+            state.status, state.answer, state.error = event.status, event.answer, event.error
+            state.latency_ms = event.latency_ms

@@ -27,6 +27,7 @@ from ember.journal.events import (
     RunDone,
     RunStarted,
     RunStatus,
+    RunWaiting,
     decode_event,
     encode_event,
 )
@@ -155,16 +156,18 @@ class SQLiteJournal:
         for seq, body, crc in started:
             event = self._decode(seq, body, crc)
             assert isinstance(event, RunStarted)
-            done = self._db.execute(
-                "SELECT seq, body, crc FROM events WHERE run_id=? AND kind='run.done' "
-                "ORDER BY seq DESC LIMIT 1",
+            last = self._db.execute(
+                "SELECT seq, body, crc FROM events WHERE run_id=? AND kind IN "
+                "('run.done', 'run.waiting', 'run.resumed') ORDER BY seq DESC LIMIT 1",
                 (event.run_id,),
             ).fetchone()
             status = RunStatus.RUNNING
-            if done is not None:
-                finished = self._decode(*done)
-                assert isinstance(finished, RunDone)
-                status = finished.status
+            if last is not None:
+                latest = self._decode(*last)
+                if isinstance(latest, RunDone):
+                    status = latest.status
+                elif isinstance(latest, RunWaiting):
+                    status = RunStatus.WAITING
             summaries.append(RunSummary(event.run_id, event.task, event.at, status))
         return summaries
 

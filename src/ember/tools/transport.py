@@ -8,17 +8,19 @@ transports (uds, http, mcp) report the self-time the tool host measured.
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import inspect
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
 from ember.errors import ToolCallError
 
-__all__ = ["InprocTransport", "ToolResult", "Transport"]
+__all__ = ["InprocTransport", "JobTransport", "ToolResult", "Transport"]
 
 
 class ToolResult(msgspec.Struct, frozen=True):
@@ -26,6 +28,23 @@ class ToolResult(msgspec.Struct, frozen=True):
 
     value: Any
     self_s: float
+
+
+@runtime_checkable
+class JobTransport(Protocol):
+    """How the runtime reaches an `async` tool: submit a job, then wait for its result.
+
+    The handle is journaled (`step.job`) as soon as `submit` returns, so a runtime restarted
+    after a crash waits on the same job instead of submitting it again.
+    """
+
+    async def submit(self, tool: str, args: dict[str, Any], *, idempotency_key: str) -> str:
+        """Start the job; return its handle at once."""
+        ...
+
+    async def wait(self, tool: str, handle: str) -> ToolResult:
+        """The job's result, once it has one."""
+        ...
 
 
 class Transport(Protocol):
@@ -65,7 +84,10 @@ class InprocTransport:
                 value = self._fn(**kwargs)
                 return ToolResult(value, time.perf_counter() - start)
             loop = asyncio.get_running_loop()
-            return await loop.run_in_executor(self._executor, _timed, self._fn, kwargs)
+            context = contextvars.copy_context()  # the step context reaches the thread too
+            return await loop.run_in_executor(
+                self._executor, functools.partial(context.run, _timed, self._fn, kwargs)
+            )
         except ToolCallError:
             raise
         except Exception as exc:

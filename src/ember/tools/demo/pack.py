@@ -15,6 +15,7 @@ import hashlib
 import json
 import re
 import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from datetime import date
 from importlib import resources
@@ -25,9 +26,10 @@ import msgspec
 
 from ember.errors import ToolCallError
 from ember.tools.demo import data
-from ember.tools.descriptor import ToolDescriptor
+from ember.tools.descriptor import ExecutionMode, ToolDescriptor
 from ember.tools.registry import ToolRegistry
-from ember.tools.transport import InprocTransport
+from ember.tools.timers import register_timers
+from ember.tools.transport import InprocTransport, ToolResult, Transport
 
 __all__ = ["DemoWorld", "demo_catalog", "demo_registry"]
 
@@ -36,6 +38,8 @@ CREATE TABLE IF NOT EXISTS customers(customer_id TEXT PRIMARY KEY, name TEXT, em
     tier TEXT, country TEXT, signup_date TEXT);
 CREATE TABLE IF NOT EXISTS orders(order_id TEXT PRIMARY KEY, customer_id TEXT REFERENCES customers,
     order_date TEXT, amount REAL, currency TEXT, status TEXT);
+CREATE TABLE IF NOT EXISTS jobs(handle TEXT PRIMARY KEY, tool TEXT NOT NULL,
+    idempotency_key TEXT NOT NULL, args TEXT NOT NULL, result TEXT);
 CREATE TABLE IF NOT EXISTS effects(idempotency_key TEXT PRIMARY KEY, tool TEXT NOT NULL,
     args TEXT NOT NULL, result TEXT NOT NULL, at TEXT DEFAULT CURRENT_TIMESTAMP);
 """
@@ -48,13 +52,57 @@ def demo_catalog() -> list[ToolDescriptor]:
     return [ToolDescriptor.from_json(dict(item, idempotent=True)) for item in raw]
 
 
-def demo_registry(world: DemoWorld) -> ToolRegistry:
-    """A registry holding the 14 demo tools, bound to `world`."""
+def demo_registry(world: DemoWorld, *, timers: bool = True) -> ToolRegistry:
+    """A registry holding the 14 demo tools bound to `world` (and the durable timers)."""
     registry = ToolRegistry()
     for descriptor in demo_catalog():
         fn = getattr(world, descriptor.tool_name)
-        registry.register(descriptor, transport=InprocTransport(fn, inline=True), source="demo")
+        transport: Transport = InprocTransport(fn, inline=True)
+        if descriptor.execution_mode is ExecutionMode.ASYNC:
+            transport = DemoJobs(world, fn)
+        registry.register(descriptor, transport=transport, source="demo")
+    if timers:
+        register_timers(registry)
     return registry
+
+
+class DemoJobs:
+    """The demo's job host for `async` tools: `submit` records the job and returns its handle;
+    `wait` returns the job's result, doing the work first if it is not done. The work is
+    idempotent by key, so a runtime that re-attaches to a handle after a crash never causes a
+    second effect. (A real tool host runs jobs in its own process: see the transports issue.)"""
+
+    def __init__(self, world: DemoWorld, fn: Callable[..., dict[str, Any]]) -> None:
+        self.world = world
+        self.fn = fn
+
+    async def submit(self, tool: str, args: dict[str, Any], *, idempotency_key: str) -> str:
+        handle = "job-" + _digest(idempotency_key)[:16]
+        with self.world._connect() as db:
+            db.execute(
+                "INSERT OR IGNORE INTO jobs(handle, tool, idempotency_key, args) VALUES (?,?,?,?)",
+                (handle, tool, idempotency_key, json.dumps(args)),
+            )
+        return handle
+
+    async def wait(self, tool: str, handle: str) -> ToolResult:
+        with self.world._connect() as db:
+            row = db.execute(
+                "SELECT idempotency_key, args, result FROM jobs WHERE handle=?", (handle,)
+            ).fetchone()
+        if row is None:
+            raise ToolCallError(tool, f"no job {handle!r}: it was never submitted here")
+        key, args, stored = row
+        if stored is not None:
+            return ToolResult(json.loads(stored), 0.0)
+        start = time.perf_counter()
+        result = self.fn(**json.loads(args), idempotency_key=key)
+        with self.world._connect() as db:
+            db.execute("UPDATE jobs SET result=? WHERE handle=?", (json.dumps(result), handle))
+        return ToolResult(result, time.perf_counter() - start)
+
+    async def call(self, tool: str, args: dict[str, Any], *, idempotency_key: str) -> ToolResult:
+        return await self.wait(tool, await self.submit(tool, args, idempotency_key=idempotency_key))
 
 
 def _digest(*parts: object) -> str:

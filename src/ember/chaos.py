@@ -1,0 +1,271 @@
+"""`ember chaos`: kill -9 a workflow at random instants, resume it, and count its side effects.
+
+Each trial runs a chain of `steps` side-effecting steps in a child process, SIGKILLs it at a
+random instant (seeded) of its run, then resumes it in a fresh process until it finishes. Every
+effect is a row in a separate SQLite file, so the count per step is the truth: 0 rows is a lost
+step, 2 or more a duplicated effect.
+
+- idempotent mode: the tool dedupes by idempotency key, so recovery re-dispatches the
+  interrupted step. Expected: 0 lost, 0 duplicated.
+- non-idempotent mode: the tool cannot dedupe, so recovery holds an interrupted step `in_doubt`.
+  The harness then plays the operator: it looks at the effect record and resolves `--skip` if the
+  effect happened, `--retry` if not. Expected: 0 lost, 0 duplicated, each crash mid-call counted
+  as in doubt, never silently repeated.
+
+Resume time is measured from spawning the resuming process to its first tool call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import signal
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+__all__ = ["ChaosReport", "run_chaos"]
+
+_RUN_ID = "r-chaos"
+
+
+class ChaosReport(msgspec.Struct):
+    """The counts of one `ember chaos` mode."""
+
+    trials: int
+    steps: int
+    durability: str
+    idempotent: bool
+    crashed: int = 0  # trials whose child was killed before it finished
+    lost: int = 0
+    duplicated: int = 0
+    in_doubt: int = 0
+    unfinished: int = 0  # runs that did not finish after 5 resumes
+    resume_samples_ms: list[float] = []
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = msgspec.to_builtins(self)
+        samples = data.pop("resume_samples_ms")
+        data["resume_ms"] = {
+            "p50": round(statistics.median(samples), 1) if samples else None,
+            "p99": round(_percentile(samples, 0.99), 1) if samples else None,
+            "n": len(samples),
+        }
+        return data
+
+    def table(self, mode: str) -> str:
+        data = self.to_json()
+        resume = data["resume_ms"]
+        return (
+            f"ember chaos ({mode}, durability {self.durability}): {self.trials} trials of "
+            f"{self.steps} steps, {self.crashed} killed mid-run\n"
+            f"  lost {self.lost}   duplicated {self.duplicated}   in doubt {self.in_doubt}   "
+            f"unfinished {self.unfinished}\n"
+            f"  resume (process start -> first resumed step): p50 {resume['p50']} ms, "
+            f"p99 {resume['p99']} ms over {resume['n']} resumes"
+        )
+
+
+def _percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+class _Trial(msgspec.Struct, frozen=True):
+    db: Path
+    effects: Path
+    steps: int
+    durability: str
+    mode: str
+
+    def child(self, action: str, last: str | None = None) -> list[str]:
+        return [
+            sys.executable,
+            "-m",
+            "ember.chaos",
+            action,
+            str(self.db),
+            str(self.effects),
+            str(self.steps),
+            self.durability,
+            last or self.mode,
+        ]
+
+
+def run_chaos(
+    *, trials: int, steps: int, durability: str, idempotent: bool, seed: int
+) -> ChaosReport:
+    """Run the crash test (see the module docstring); progress goes to stderr."""
+    rng = random.Random(seed)
+    report = ChaosReport(trials, steps, durability, idempotent)
+    mode = "idempotent" if idempotent else "non-idempotent"
+    with tempfile.TemporaryDirectory(prefix="ember-chaos-") as tmp:
+        base = Path(tmp)
+        duration = _calibrate(_Trial(base / "c.db", base / "c-fx.db", steps, durability, mode))
+        for number in range(trials):
+            trial = _Trial(
+                base / f"t{number}.db", base / f"t{number}-fx.db", steps, durability, mode
+            )
+            report.crashed += _run_and_kill(trial, rng.uniform(0, duration))
+            _recover(trial, report)
+            counts = _effect_counts(trial.effects)
+            report.lost += sum(1 for n in range(1, steps + 1) if counts.get(n, 0) == 0)
+            report.duplicated += sum(c - 1 for c in counts.values() if c > 1)
+            print(
+                f"  trial {number + 1}/{trials}: lost {report.lost}, duplicated "
+                f"{report.duplicated}, in doubt {report.in_doubt}",
+                file=sys.stderr,
+                flush=True,
+            )
+    return report
+
+
+def _calibrate(trial: _Trial) -> float:
+    """Seconds a whole workflow takes once started: the window to kill in."""
+    child = subprocess.Popen(trial.child("work"), stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None
+    child.stdout.readline()  # STARTED
+    start = time.perf_counter()
+    child.communicate(timeout=300)
+    return time.perf_counter() - start
+
+
+def _run_and_kill(trial: _Trial, delay: float) -> int:
+    """Start a workflow, SIGKILL it `delay` seconds after it started; 1 if it was killed."""
+    child = subprocess.Popen(trial.child("work"), stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None
+    child.stdout.readline()  # STARTED: the run is about to begin
+    time.sleep(delay)
+    killed = child.poll() is None
+    if killed:
+        child.send_signal(signal.SIGKILL)
+    child.communicate(timeout=300)
+    return int(killed)
+
+
+def _recover(trial: _Trial, report: ChaosReport) -> None:
+    for _ in range(5):
+        spawned = time.time()
+        done = subprocess.run(
+            trial.child("resume"), capture_output=True, text=True, timeout=300, check=False
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"the resuming process failed: {done.stderr[-2000:]}")
+        out = json.loads(done.stdout.strip().splitlines()[-1])
+        if out["first_dispatch"] is not None:
+            report.resume_samples_ms.append((out["first_dispatch"] - spawned) * 1000)
+        if out["status"] != "waiting":
+            return
+        counts = _effect_counts(trial.effects)
+        for step_id in out["in_doubt"]:
+            report.in_doubt += 1
+            decision = "skip" if counts.get(step_id, 0) else "retry"  # the operator checked
+            subprocess.run(  # through the command a person would use
+                [
+                    sys.executable,
+                    "-m",
+                    "ember.cli",
+                    "runs",
+                    "resolve",
+                    "--db",
+                    str(trial.db),
+                    _RUN_ID,
+                    str(step_id),
+                    f"--{decision}",
+                ],
+                check=True,
+                capture_output=True,
+                timeout=300,
+            )
+    report.unfinished += 1
+
+
+def _effect_counts(effects: Path) -> dict[int, int]:
+    if not effects.exists():
+        return {}
+    db = sqlite3.connect(effects)
+    try:
+        rows = db.execute("SELECT step, count(*) FROM effects GROUP BY step").fetchall()
+    except sqlite3.OperationalError:
+        rows = []
+    finally:
+        db.close()
+    return dict(rows)
+
+
+# -- the child process ---------------------------------------------------------------------------
+
+
+def _runtime(db: Path, effects: Path, steps: int, durability: str, idempotent: bool) -> Any:
+    from ember import Plan, Runtime, ScriptedPlanner, SQLiteJournal, Step, ToolRegistry, tool
+
+    sink = sqlite3.connect(effects, isolation_level=None)
+    sink.execute("PRAGMA journal_mode=WAL")
+    sink.execute("CREATE TABLE IF NOT EXISTS effects(step INTEGER, idempotency_key TEXT)")
+    sink.execute(
+        "CREATE UNIQUE INDEX IF NOT EXISTS once ON effects(idempotency_key) "
+        "WHERE idempotency_key IS NOT NULL"
+    )
+
+    @tool(name="effect", idempotent=idempotent, inline=True)
+    def effect(n: int, idempotency_key: str = "") -> dict[str, int]:
+        """Record one side effect."""
+        key = idempotency_key if idempotent else None
+        sink.execute("INSERT OR IGNORE INTO effects VALUES (?, ?)", (n, key))
+        return {"n": n}
+
+    registry = ToolRegistry()
+    registry.register(effect)
+    plan = Plan(
+        [Step(i, "effect", {"n": i}, after=[i - 1] if i > 1 else []) for i in range(1, steps + 1)]
+    )
+    journal = SQLiteJournal(db, durability=durability)  # type: ignore[arg-type]
+    return Runtime(registry, ScriptedPlanner({"chaos": plan}), journal), journal
+
+
+def _main(argv: list[str]) -> int:
+    action, db, effects, steps, durability, last = argv
+    runtime, journal = _runtime(
+        Path(db), Path(effects), int(steps), durability, last == "idempotent"
+    )
+    from ember.errors import UserError
+    from ember.journal import fold
+
+    if action == "work":
+        print("STARTED", flush=True)
+        result = asyncio.run(runtime.run("chaos", run_id=_RUN_ID))
+    elif fold(_RUN_ID, journal.read(_RUN_ID)).status in ("succeeded", "failed"):
+        print(json.dumps({"status": "finished", "in_doubt": [], "first_dispatch": None}))
+        os._exit(0)  # the kill came after the run had finished: nothing to resume
+    else:
+        try:
+            result = asyncio.run(runtime.resume(_RUN_ID))
+        except UserError as exc:
+            print(str(exc), file=sys.stderr)
+            return 1
+    journal.close()
+    in_doubt = [s.id for s in result.steps if s.status == "in_doubt"]
+    print(
+        json.dumps(
+            {
+                "status": result.status,
+                "in_doubt": in_doubt,
+                "first_dispatch": runtime.first_dispatch,
+            }
+        ),
+        flush=True,
+    )
+    os._exit(0)  # nothing left to flush: skip interpreter teardown
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))

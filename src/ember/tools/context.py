@@ -1,0 +1,34 @@
+"""What a running tool may know about its own call, from the journal: `current_step()`.
+
+The executor sets it around every tool call. After a crash the re-dispatched call sees the same
+`idempotency_key` and the same `intent_at` (the wall time its intent was first journaled), so a
+tool can make a repeat harmless and a timer can keep its original deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import time
+from collections.abc import Awaitable, Callable
+
+import msgspec
+
+__all__ = ["StepContext", "current_step"]
+
+
+class StepContext(msgspec.Struct, frozen=True):
+    run_id: str
+    step_id: int
+    idempotency_key: str
+    intent_at: float  # seconds since the epoch, from the journaled step.intent
+    wall: Callable[[], float] = time.time
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+
+
+_current: contextvars.ContextVar[StepContext] = contextvars.ContextVar("ember_step")
+
+
+def current_step() -> StepContext:
+    """The context of the tool call in progress; LookupError outside one."""
+    return _current.get()

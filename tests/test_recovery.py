@@ -1,0 +1,270 @@
+"""Recovery from the journal: what a crash leaves behind, resumed, with real SQLite files."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ember import Plan, Runtime, SQLiteJournal, Step, ToolRegistry, tool
+from ember.errors import NondeterminismError, UserError
+from ember.journal import (
+    Decision,
+    Event,
+    PlanDone,
+    PlanStep,
+    RunStarted,
+    RunStatus,
+    StepDone,
+    StepIntent,
+    StepJob,
+    StepStatus,
+    fold,
+    idempotency_key,
+)
+from ember.planner.plan import resolve
+from ember.testing import FakeClock, ScriptedPlanner
+from ember.tools.demo import DemoWorld, demo_registry
+from ember.tools.transport import ToolResult
+
+
+class Effects:
+    """Tools with side effects that count their calls, one idempotent, one not."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, int, str]] = []
+
+    def registry(self) -> ToolRegistry:
+        registry = ToolRegistry()
+
+        @tool(idempotent=True, inline=True)
+        def charge(n: int, idempotency_key: str = "") -> dict[str, int]:
+            """Idempotent by key."""
+            self.calls.append(("charge", n, idempotency_key))
+            return {"n": n}
+
+        @tool(inline=True)
+        def launch(n: int, idempotency_key: str = "") -> dict[str, int]:
+            """Not idempotent."""
+            self.calls.append(("launch", n, idempotency_key))
+            return {"n": n}
+
+        registry.register(charge)
+        registry.register(launch)
+        return registry
+
+
+def crashed_journal(
+    path: Path,
+    plan: list[Step],
+    done: dict[int, Any],
+    interrupted: list[int],
+    *,
+    plan_done: bool = True,
+) -> SQLiteJournal:
+    """The journal a crash leaves: steps in `done` finished, those in `interrupted` have an
+    intent and no outcome."""
+    journal = SQLiteJournal(path)
+    events: list[Event] = [RunStarted("r-1", 100.0, "task", "scripted", "2026-03-02", "gone:1")]
+    events += [PlanStep("r-1", 100.0, step) for step in plan]
+    if plan_done:
+        events.append(PlanDone("r-1", 100.0, len(plan)))
+    for step in plan:
+        if step.id in done or step.id in interrupted:
+            args = resolve(step.args, done)
+            key = idempotency_key("r-1", step.id, step.tool, args)
+            events.append(StepIntent("r-1", 100.0, step.id, step.tool, args, key))
+        if step.id in done:
+            events.append(StepDone("r-1", 100.0, step.id, done[step.id], 1.0, 0.5))
+
+    async def write() -> None:
+        for event in events:
+            await journal.append(event)
+
+    asyncio.run(write())
+    return journal
+
+
+CHAIN = [
+    Step(1, "charge", {"n": 1}),
+    Step(2, "charge", {"n": 2}, after=[1]),
+    Step(3, "launch", {"n": 3}, after=[2]),
+    Step(4, "charge", {"n": 4}, after=[3]),
+]
+
+
+def test_finished_steps_are_reused_and_idempotent_ones_redispatched_with_the_same_key(
+    tmp_path: Path,
+) -> None:
+    effects = Effects()
+    journal = crashed_journal(
+        tmp_path / "j.db", [*CHAIN[:2], Step(4, "charge", {"n": 4})], {1: {"n": 1}}, [2]
+    )
+    runtime = Runtime(effects.registry(), None, journal)
+    result = asyncio.run(runtime.resume("r-1"))
+    assert result.status is RunStatus.SUCCEEDED
+    key2 = idempotency_key("r-1", 2, "charge", {"n": 2})
+    assert sorted(effects.calls) == [
+        ("charge", 2, key2),
+        ("charge", 4, idempotency_key("r-1", 4, "charge", {"n": 4})),
+    ]  # step 1 was not run again
+    assert result.steps[0].result == {"n": 1}
+    kinds = [type(e).__struct_config__.tag for e in journal.read("r-1")]
+    assert kinds.count("step.intent") == 3  # the interrupted step kept its one intent
+    assert kinds[-1] == "run.done"
+    with pytest.raises(UserError, match="already finished"):
+        asyncio.run(runtime.resume("r-1"))
+    journal.close()
+
+
+@pytest.mark.parametrize(
+    ("decision", "calls", "status"),
+    [
+        (Decision.SKIP, [("charge", 4)], RunStatus.SUCCEEDED),
+        (Decision.RETRY, [("launch", 3), ("charge", 4)], RunStatus.SUCCEEDED),
+        (Decision.FAIL, [], RunStatus.FAILED),
+    ],
+)
+def test_non_idempotent_step_waits_in_doubt_for_a_decision(
+    tmp_path: Path, decision: Decision, calls: list[tuple[str, int]], status: RunStatus
+) -> None:
+    effects = Effects()
+    journal = crashed_journal(tmp_path / "j.db", CHAIN, {1: {"n": 1}, 2: {"n": 2}}, [3])
+    runtime = Runtime(effects.registry(), None, journal)
+    waiting = asyncio.run(runtime.resume("r-1"))
+    assert waiting.status is RunStatus.WAITING
+    assert [s.status for s in waiting.steps] == [
+        StepStatus.SUCCEEDED,
+        StepStatus.SUCCEEDED,
+        StepStatus.IN_DOUBT,
+        StepStatus.PLANNED,
+    ]
+    assert "ember runs resolve r-1 3 --retry|--skip|--fail" in (waiting.error or "")
+    assert effects.calls == []  # never silently repeated
+    assert [r.status for r in journal.runs()] == [RunStatus.WAITING]
+    again = asyncio.run(runtime.resume("r-1"))  # no decision yet: still waiting, still no call
+    assert again.status is RunStatus.WAITING
+    assert effects.calls == []
+    with pytest.raises(
+        UserError, match="step 2 of run r-1 is not in doubt; steps in doubt: \\[3\\]"
+    ):
+        asyncio.run(runtime.resolve("r-1", 2, decision))
+    asyncio.run(runtime.resolve("r-1", 3, decision, "alice"))
+    final = asyncio.run(runtime.resume("r-1"))
+    assert final.status is status
+    assert [(tool, n) for tool, n, _ in effects.calls] == calls
+    if decision is Decision.FAIL:
+        assert [s.status for s in final.steps][2:] == [StepStatus.FAILED, StepStatus.SKIPPED]
+    if decision is Decision.RETRY:
+        assert effects.calls[0][2] == idempotency_key("r-1", 3, "launch", {"n": 3})
+    journal.close()
+
+
+def test_a_replanned_step_that_differs_from_the_journal_is_nondeterminism(tmp_path: Path) -> None:
+    journal = crashed_journal(tmp_path / "j.db", CHAIN[:2], {1: {"n": 1}}, [], plan_done=False)
+    changed = Plan([Step(1, "charge", {"n": 1}), Step(2, "launch", {"n": 2})])
+    runtime = Runtime(Effects().registry(), ScriptedPlanner({"task": changed}), journal)
+    with pytest.raises(NondeterminismError) as caught:
+        asyncio.run(runtime.resume("r-1"))
+    message = str(caught.value)
+    assert "run r-1, step 2" in message
+    assert "recorded charge {'n': 2}" in message
+    assert "gives launch {'n': 2}" in message
+    journal.close()
+
+
+def test_an_unfinished_plan_is_planned_again_and_continued(tmp_path: Path) -> None:
+    effects = Effects()
+    journal = crashed_journal(tmp_path / "j.db", CHAIN[:1], {1: {"n": 1}}, [], plan_done=False)
+    runtime = Runtime(effects.registry(), ScriptedPlanner({"task": Plan(CHAIN[:2])}), journal)
+    result = asyncio.run(runtime.resume("r-1"))
+    assert result.status is RunStatus.SUCCEEDED
+    assert [(t, n) for t, n, _ in effects.calls] == [("charge", 2)]
+    journal.close()
+
+
+def test_a_durable_sleep_keeps_its_deadline_across_a_restart(
+    tmp_path: Path, world: DemoWorld
+) -> None:
+    clock = FakeClock(start=160.0)  # the process restarts 60 s after the intent was written
+    step = Step(1, "sleep", {"seconds": 100})
+    journal = crashed_journal(tmp_path / "j.db", [step], {}, [1])
+    runtime = Runtime(demo_registry(world), None, journal, wall=clock, sleep=clock.sleep)
+    result = asyncio.run(runtime.resume("r-1"))
+    assert result.status is RunStatus.SUCCEEDED
+    assert clock.slept == [40.0]  # only what remained of the 100 s
+    assert result.steps[0].result == {"woke_at": 200.0}
+    journal.close()
+
+
+def test_an_async_tool_is_reattached_to_its_job_not_submitted_again(tmp_path: Path) -> None:
+    submitted: list[str] = []
+    waited: list[str] = []
+
+    class Jobs:
+        async def submit(self, tool: str, args: dict[str, Any], *, idempotency_key: str) -> str:
+            submitted.append(idempotency_key)
+            return "job-new"
+
+        async def wait(self, tool: str, handle: str) -> ToolResult:
+            waited.append(handle)
+            return ToolResult({"path": f"/reports/{handle}.md"}, 0.0)
+
+        async def call(self, tool: str, args: dict[str, Any], *, idempotency_key: str) -> Any:
+            raise AssertionError("an async tool goes through submit/wait")
+
+    registry = ToolRegistry()
+    registry.register(_render_descriptor(), transport=Jobs())
+    step = Step(1, "render", {"title": "Q1"})
+    journal = crashed_journal(tmp_path / "j.db", [step], {}, [1])
+    asyncio.run(journal.append(StepJob("r-1", 101.0, 1, "job-41")))
+    result = asyncio.run(Runtime(registry, None, journal).resume("r-1"))
+    assert result.status is RunStatus.SUCCEEDED
+    assert submitted == []
+    assert waited == ["job-41"]
+    assert result.steps[0].result == {"path": "/reports/job-41.md"}
+
+    fresh = asyncio.run(
+        Runtime(registry, ScriptedPlanner({"go": Plan([step])}), journal).run("go", run_id="r-2")
+    )
+    assert fresh.status is RunStatus.SUCCEEDED
+    assert waited == ["job-41", "job-new"]
+    assert len(submitted) == 1
+    events = journal.read("r-2")
+    jobs = [e for e in events if isinstance(e, StepJob)]
+    assert [j.handle for j in jobs] == ["job-new"]  # journaled before the wait
+    journal.close()
+
+
+def _render_descriptor() -> Any:
+    from ember import ToolDescriptor
+
+    return ToolDescriptor(
+        "render",
+        {"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]},
+        "async",
+        idempotent=True,
+    )
+
+
+def test_demo_async_report_resumes_from_its_job_without_a_second_report(
+    tmp_path: Path, world: DemoWorld
+) -> None:
+    registry = demo_registry(world)
+    args = {"title": "T", "sections": ["a"], "format": "markdown"}
+    step = Step(1, "generate_report", args)
+    journal = crashed_journal(tmp_path / "j.db", [step], {}, [1])
+    key = idempotency_key("r-1", 1, "generate_report", args)
+    handle = asyncio.run(
+        registry.get("generate_report").transport.submit(  # type: ignore[attr-defined]
+            "generate_report", args, idempotency_key=key
+        )
+    )
+    asyncio.run(journal.append(StepJob("r-1", 101.0, 1, handle)))
+    result = asyncio.run(Runtime(registry, None, journal).resume("r-1"))
+    assert result.status is RunStatus.SUCCEEDED
+    assert [t for t, _ in world.effects()] == ["generate_report"]
+    assert fold("r-1", journal.read("r-1")).steps[1].job == handle
+    journal.close()
