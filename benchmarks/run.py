@@ -45,6 +45,22 @@ SUITES: dict[str, list[Row]] = {
         ),
         Row("l3.floor.sqlite_commit_wal_normal", "floor_sqlite_commit", None, 5000),
         Row(
+            "l3.ember.durable_chain20_per_step",
+            "ember_chain_step",
+            "l3.floor.sqlite_commit_wal_normal",
+            10000,
+            {"journal": "sqlite"},
+            target_us=60.0,
+        ),
+        Row(
+            "l3.ember.concurrent100_per_step",
+            "ember_concurrent_runs",
+            "l3.floor.sqlite_commit_wal_normal",
+            20000,
+            target_us=50.0,
+        ),
+        Row("l3.ember.recover_10k_events", "ember_recover_10k", None, 20, target_us=100_000.0),
+        Row(
             "l3.ember.append_normal",
             "ember_l3_append",
             "l3.floor.sqlite_commit_wal_normal",

@@ -237,13 +237,17 @@ def _main(argv: list[str]) -> int:
     runtime, journal = _runtime(
         Path(db), Path(effects), int(steps), durability, last == "idempotent"
     )
-    from ember.errors import UserError
+    from ember.errors import RunNotFoundError, UserError
     from ember.journal import fold
 
-    if action == "work":
+    try:
+        state = fold(_RUN_ID, journal.read(_RUN_ID))
+    except RunNotFoundError:
+        state = None  # killed before anything was durable: no step can have run
+    if action == "work" or state is None:
         print("STARTED", flush=True)
         result = asyncio.run(runtime.run("chaos", run_id=_RUN_ID))
-    elif fold(_RUN_ID, journal.read(_RUN_ID)).status in ("succeeded", "failed"):
+    elif state.status in ("succeeded", "failed"):
         print(json.dumps({"status": "finished", "in_doubt": [], "first_dispatch": None}))
         os._exit(0)  # the kill came after the run had finished: nothing to resume
     else:

@@ -40,6 +40,9 @@ class MemoryJournal:
     async def append(self, event: Event) -> None:
         self.events.append(event)
 
+    def append_soon(self, event: Event) -> None:
+        self.events.append(event)
+
     def read(self, run_id: str) -> list[Event]:
         found = [event for event in self.events if event.run_id == run_id]
         if not found:

@@ -44,7 +44,7 @@ from ember.journal import (
 )
 from ember.planner.base import FirstToken, PlanEvent
 from ember.planner.check import check_reference_paths, check_step
-from ember.planner.plan import Step, dependencies, find_cycle, resolve
+from ember.planner.plan import Step, find_cycle, resolve
 from ember.telemetry.latency import LatencyRecorder
 from ember.tools.context import StepContext, _current
 from ember.tools.descriptor import ExecutionMode
@@ -108,7 +108,7 @@ class RunExecution:
             finally:
                 self.recorder.plan_done()
             if self.plan_error is None and not (self.recorded and self.recorded.plan_done):
-                await self.journal.append(PlanDone(self.run_id, self.wall(), len(self.steps)))
+                self.journal.append_soon(PlanDone(self.run_id, self.wall(), len(self.steps)))
             await self._close_plan()
 
     def _recorded(self, step: Step) -> StepState | None:
@@ -130,13 +130,13 @@ class RunExecution:
         self.steps[step.id] = step
         self.status[step.id] = StepStatus.PLANNED
         if record is None:
-            await self.journal.append(PlanStep(self.run_id, self.wall(), step))
+            self.journal.append_soon(PlanStep(self.run_id, self.wall(), step))
         try:
-            check_step(step, self.catalogue)
+            deps = check_step(step, self.catalogue)
         except PlanError as exc:
-            await self._reject(step.id, str(exc))
+            self._fail(step.id, str(exc), 0.0)
             return
-        ready, skipped = self.graph.add(step.id, dependencies(step))
+        ready, skipped = self.graph.add(step.id, deps)
         if record is not None and record.status in _FINAL:
             self._restore(step.id, record)
             ready = [i for i in ready if i != step.id]
@@ -144,7 +144,7 @@ class RunExecution:
                 step.id, record.status is StepStatus.SUCCEEDED
             )
             ready, skipped = ready + more_ready, skipped + more_skipped
-        await self._apply(ready, skipped)
+        self._apply(ready, skipped)
 
     def _restore(self, step_id: int, record: StepState) -> None:
         """Take a finished step's outcome from the journal instead of running it again."""
@@ -162,17 +162,17 @@ class RunExecution:
         """The plan is complete: fail steps that wait on missing steps or on a cycle."""
         for step_id, problem in check_reference_paths(self.steps, self.catalogue):
             if self.status[step_id] is StepStatus.PLANNED:
-                await self._reject(step_id, f"step {step_id} {problem}")
+                self._fail(step_id, f"step {step_id} {problem}", 0.0)
         cycle = find_cycle([self.steps[i] for i in self.graph.waiting()])
         if cycle:
             text = " -> ".join(map(str, cycle))
             members = list(dict.fromkeys(cycle))
             for step_id in members:  # all of them fail; none is "skipped" because of another
-                await self._fail(step_id, f"steps {text} form a dependency cycle", 0.0)
+                self.status[step_id] = StepStatus.FAILED
             for step_id in members:
-                await self._apply(*self.graph.finish(step_id, False))
+                self._fail(step_id, f"steps {text} form a dependency cycle", 0.0)
 
-    async def _apply(self, ready: list[int], skipped: list[tuple[int, int]]) -> None:
+    def _apply(self, ready: list[int], skipped: list[tuple[int, int]]) -> None:
         """Start the steps that became ready; record the ones that never can run."""
         assert self._group is not None
         for step_id in ready:
@@ -183,7 +183,7 @@ class RunExecution:
                 continue  # already failed or skipped on its own account
             self.status[step_id] = StepStatus.SKIPPED
             self.errors[step_id] = f"step {cause} ({self.steps[cause].tool}) did not succeed"
-            await self.journal.append(
+            self.journal.append_soon(
                 StepSkipped(self.run_id, self.wall(), step_id, self.errors[step_id])
             )
 
@@ -230,16 +230,13 @@ class RunExecution:
                 f"step {step.id} of run {self.run_id} called {step.tool} with {detail}: "
                 f"{exc.detail} (rule {exc.rule!r})"
             )
-            persist += await self._fail(step.id, error, (clock() - started) * 1000)
+            self._fail(step.id, error, (clock() - started) * 1000)
         except (PlanError, ToolCallError) as exc:
-            persist += await self._fail(
-                step.id, f"step {step.id} ({step.tool}) failed: {exc}", (clock() - started) * 1000
-            )
+            error = f"step {step.id} ({step.tool}) failed: {exc}"
+            self._fail(step.id, error, (clock() - started) * 1000)
         else:
-            persist += await self._succeed(step.id, outcome, (clock() - started) * 1000)
+            self._succeed(step.id, outcome, (clock() - started) * 1000)
         self.recorder.step(step.id, step.tool, started, self_s, persist)
-        ok = self.status[step.id] is StepStatus.SUCCEEDED
-        await self._apply(*self.graph.finish(step.id, ok))
 
     async def _may_redispatch(
         self, step: Step, registered: RegisteredTool, record: StepState
@@ -247,12 +244,10 @@ class RunExecution:
         """For a step interrupted mid-call: apply a person's decision, re-dispatch an
         idempotent tool, or hold a non-idempotent one in doubt. True: call it again."""
         if record.decision is Decision.FAIL:
-            await self._fail(step.id, f"step {step.id} ({step.tool}) failed by decision", 0.0)
-            await self._apply(*self.graph.finish(step.id, False))
+            self._fail(step.id, f"step {step.id} ({step.tool}) failed by decision", 0.0)
             return False
         if record.decision is Decision.SKIP:
-            await self._succeed(step.id, ToolResult(None, 0.0), 0.0)
-            await self._apply(*self.graph.finish(step.id, True))
+            self._succeed(step.id, ToolResult(None, 0.0), 0.0)
             return False
         if record.decision is Decision.RETRY or registered.descriptor.idempotent:
             return True
@@ -263,7 +258,7 @@ class RunExecution:
             f"`ember runs resolve {self.run_id} {step.id} --retry|--skip|--fail`"
         )
         if record.status is not StepStatus.IN_DOUBT:
-            await self.journal.append(
+            self.journal.append_soon(
                 StepInDoubt(self.run_id, self.wall(), step.id, self.errors[step.id])
             )
         return False
@@ -298,26 +293,22 @@ class RunExecution:
         finally:
             _current.reset(token)
 
-    async def _succeed(self, step_id: int, outcome: ToolResult, ms: float) -> float:
+    def _succeed(self, step_id: int, outcome: ToolResult, ms: float) -> None:
+        """Record a step's result and start what it unblocked. The `step.done` record is queued
+        after those steps are started, so it commits together with their intents (one commit a
+        step in a chain); nothing waits for it, since the step's intent is already durable."""
         self.results[step_id] = outcome.value
         self.status[step_id] = StepStatus.SUCCEEDED
         self.ms[step_id] = ms
-        mark = self.recorder.clock()
-        await self.journal.append(
+        self._apply(*self.graph.finish(step_id, True))
+        self.journal.append_soon(
             StepDone(self.run_id, self.wall(), step_id, outcome.value, ms, outcome.self_s * 1000)
         )
-        return self.recorder.persisted(mark)
 
-    async def _fail(self, step_id: int, error: str, ms: float) -> float:
-        """Record a failed step; returns the seconds spent waiting for the journal."""
+    def _fail(self, step_id: int, error: str, ms: float) -> None:
+        """Record a failed step (queued, as `step.done` is) and skip what depended on it."""
         self.status[step_id] = StepStatus.FAILED
         self.errors[step_id] = error
         self.ms[step_id] = ms
-        mark = self.recorder.clock()
-        await self.journal.append(StepFailed(self.run_id, self.wall(), step_id, error, ms))
-        return self.recorder.persisted(mark)
-
-    async def _reject(self, step_id: int, error: str) -> None:
-        """Fail a step that never ran (a plan error), and whatever waits on it."""
-        await self._fail(step_id, error, 0.0)
-        await self._apply(*self.graph.finish(step_id, False))
+        self.journal.append_soon(StepFailed(self.run_id, self.wall(), step_id, error, ms))
+        self._apply(*self.graph.finish(step_id, False))

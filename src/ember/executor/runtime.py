@@ -99,7 +99,7 @@ class Runtime:
         recorder = LatencyRecorder(self.clock)
         run_id = run_id or f"r-{os.urandom(6).hex()}"
         today = today or date.today()
-        await self.journal.append(
+        self.journal.append_soon(  # durable with the first intent: nothing waits on it alone
             RunStarted(run_id, self.wall(), task, planner.name, today.isoformat(), owner_id())
         )
         planning = PlanningTask(task, today, tuple(self.registry.descriptors()))
@@ -121,7 +121,7 @@ class Runtime:
                 f"run {run_id} already finished ({state.status.value}): nothing to resume"
             )
         recorder = LatencyRecorder(self.clock)
-        await self.journal.append(RunResumed(run_id, self.wall(), owner_id()))
+        self.journal.append_soon(RunResumed(run_id, self.wall(), owner_id()))
         if state.plan_done:
             plan = _replay(state)
         else:

@@ -65,6 +65,10 @@ class Journal(Protocol):
         """Append one event; return when it is durable."""
         ...
 
+    def append_soon(self, event: Event) -> None:
+        """Queue one event, durable no later than any event appended after it."""
+        ...
+
     def read(self, run_id: str) -> list[Event]:
         """Every event of a run, in append order."""
         ...

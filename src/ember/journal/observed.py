@@ -20,5 +20,9 @@ class ObservedJournal:
         await self.inner.append(event)
         self.observer(event)
 
+    def append_soon(self, event: Event) -> None:
+        self.inner.append_soon(event)
+        self.observer(event)
+
     def read(self, run_id: str) -> list[Event]:
         return self.inner.read(run_id)

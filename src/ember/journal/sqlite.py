@@ -48,7 +48,8 @@ MIGRATIONS: Sequence[str] = (
         crc INTEGER NOT NULL
     );
     CREATE INDEX events_by_run ON events(run_id, seq);
-    CREATE INDEX events_by_kind ON events(kind, seq);
+    -- partial: only run.started rows enter it, so other appends write no page of it
+    CREATE INDEX runs_by_start ON events(seq) WHERE kind = 'run.started';
     """,
 )
 
@@ -77,7 +78,8 @@ class SQLiteJournal:
             self._migrate()
         except (sqlite3.Error, OSError) as exc:
             raise JournalError(f"cannot open the journal at {self.path}: {exc}") from None
-        self._pending: list[tuple[Event, bytes, asyncio.Future[None]]] = []
+        self._pending: list[tuple[Event, bytes, asyncio.Future[None] | None]] = []
+        self._failure: JournalError | None = None
 
     def _migrate(self) -> None:
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
@@ -93,12 +95,28 @@ class SQLiteJournal:
 
     async def append(self, event: Event) -> None:
         """Append `event`; returns once it is durable (see the module docstring)."""
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[None] = loop.create_future()
-        if not self._pending:
-            loop.call_soon(self._flush)
-        self._pending.append((event, encode_event(event), future))
+        self._raise_failure()
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._queue(event, future)
         await future
+
+    def append_soon(self, event: Event) -> None:
+        """Queue `event` without waiting: it is durable with the next commit, which is never
+        later than that of any event appended after it. A write error is raised by the next
+        `append`. For records whose durability nothing waits on (a step's outcome: its intent
+        is already durable, and a crash before the commit reads as a crash during the call)."""
+        self._raise_failure()
+        self._queue(event, None)
+
+    def _queue(self, event: Event, future: asyncio.Future[None] | None) -> None:
+        if not self._pending:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._pending.append((event, encode_event(event), future))
+
+    def _raise_failure(self) -> None:
+        if self._failure is not None:
+            failure, self._failure = self._failure, None
+            raise failure
 
     def _flush(self) -> None:
         batch, self._pending = self._pending, []
@@ -116,13 +134,16 @@ class SQLiteJournal:
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")
             error = JournalError(f"cannot write to the journal at {self.path}: {exc}")
-            for _, _, future in batch:
+            waited = [future for _, _, future in batch if future is not None]
+            if len(waited) < len(batch):
+                self._failure = error  # an append_soon event was lost: say so at the next append
+            for future in waited:
                 if not future.done():
                     future.set_exception(error)
             return
-        for _, _, future in batch:
-            if not future.done():
-                future.set_result(None)
+        for _, _, maybe in batch:
+            if maybe is not None and not maybe.done():
+                maybe.set_result(None)
 
     def read(self, run_id: str) -> list[Event]:
         """Every event of run `run_id`, in append order; `RunNotFoundError` if there are none."""
@@ -182,7 +203,7 @@ class SQLiteJournal:
     def close(self) -> None:
         """Close the database. Appends still queued are failed, never silently dropped."""
         for _, _, future in self._pending:
-            if not future.done():
+            if future is not None and not future.done():
                 future.set_exception(JournalError("the journal was closed before this append"))
         self._pending = []
         self._db.close()

@@ -12,10 +12,11 @@ from ember.tools.descriptor import ToolDescriptor
 __all__ = ["check_reference_paths", "check_step"]
 
 
-def check_step(step: Step, catalogue: Mapping[str, ToolDescriptor]) -> None:
+def check_step(step: Step, catalogue: Mapping[str, ToolDescriptor]) -> set[int]:
     """Raise `PlanError` if the step names an unknown tool, misses a required argument, passes
     an unknown one, references itself, or writes a malformed reference. Literal argument values
-    are validated against the schema when the step runs, after references are resolved."""
+    are validated against the schema when the step runs, after references are resolved.
+    Returns the ids of the steps it depends on (its references and `after`)."""
     descriptor = catalogue.get(step.tool)
     if descriptor is None:
         raise PlanError(
@@ -36,9 +37,12 @@ def check_step(step: Step, catalogue: Mapping[str, ToolDescriptor]) -> None:
                 f"step {step.id} ({step.tool}) passes unknown argument(s) "
                 f"{', '.join(unknown)}; it takes: {', '.join(properties)}"
             )
+    deps = set(step.after)
     for ref in references(step.args):  # also rejects malformed references
         if ref.step == step.id:
             raise PlanError(f"step {step.id} ({step.tool}) references its own result ({ref})")
+        deps.add(ref.step)
+    return deps
 
 
 def check_reference_paths(

@@ -9,6 +9,7 @@ the steps its arguments reference and on those in `after`. Nothing here does I/O
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -81,8 +82,11 @@ class Reference(msgspec.Struct, frozen=True):
         return "$" + ".".join((str(self.step), *self.path))
 
 
+@functools.lru_cache(maxsize=8192)  # plans repeat their strings; parsing is the hot part
 def _parse_whole(text: str) -> Reference | None:
     """The reference a whole string stands for (`"$1.a"` or `"{$1.a}"`), or None."""
+    if not text.startswith(("$", "{$")):
+        return None
     match = _WHOLE.fullmatch(text) or _EMBEDDED.fullmatch(text)
     if match is None:
         if text.startswith("$") and _LOOKS_LIKE_REF.match(text):
@@ -100,10 +104,10 @@ def references(value: Any) -> Iterator[Reference]:
         whole = _parse_whole(value)
         if whole is not None:
             yield whole
-            return
-        for match in _EMBEDDED.finditer(value):
-            path = tuple(match.group(2).split(".")[1:]) if match.group(2) else ()
-            yield Reference(int(match.group(1)), path)
+        elif "{$" in value:
+            for match in _EMBEDDED.finditer(value):
+                path = tuple(match.group(2).split(".")[1:]) if match.group(2) else ()
+                yield Reference(int(match.group(1)), path)
     elif isinstance(value, Mapping):
         for item in value.values():
             yield from references(item)
