@@ -62,6 +62,14 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"ember {__version__}")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
 
+    _add_run_command(commands)
+    _add_tools_command(commands)
+    _add_journal_commands(commands)
+    _add_assess_command(commands)
+    return parser
+
+
+def _add_run_command(commands: Any) -> None:
     run = commands.add_parser(
         "run",
         help="plan and run a task with the demo tools",
@@ -97,10 +105,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.set_defaults(handler=_cmd_run)
 
+
+def _add_tools_command(commands: Any) -> None:
     tools = commands.add_parser("tools", help="list the registered tools")
     tools.add_argument("--json", action="store_true", help="print the full descriptors")
     tools.set_defaults(handler=_cmd_tools)
 
+
+def _add_journal_commands(commands: Any) -> None:
     runs = commands.add_parser("runs", help="list recent runs, or show one")
     _db_option(runs)
     runs.add_argument("--limit", type=int, default=20, help="how many runs (default 20)")
@@ -161,7 +173,18 @@ def _parser() -> argparse.ArgumentParser:
     chaos.add_argument("--seed", type=int, default=1, help="random seed for the kill instants")
     chaos.add_argument("--json", action="store_true", help="print the results as JSON")
     chaos.set_defaults(handler=_cmd_chaos)
-    return parser
+
+
+def _add_assess_command(commands: Any) -> None:
+    assess = commands.add_parser(
+        "assess", help="fit score, 3-year cost and risk heatmap for hosted vs self-hosted"
+    )
+    assess.add_argument("scenario", help="a scenario TOML file (see examples/assess/)")
+    assess.add_argument("--json", action="store_true", help="print the report as JSON")
+    assess.add_argument("--html", help="write a self-contained HTML report here")
+    assess.add_argument("--png", help="write the risk heatmap as PNG here")
+    assess.add_argument("--svg", help="write the risk heatmap as SVG here")
+    assess.set_defaults(handler=_cmd_assess)
 
 
 def _db_option(parser: argparse.ArgumentParser) -> None:
@@ -385,6 +408,28 @@ def _owner_alive(journal: SQLiteJournal, run_id: str) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def _cmd_assess(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ember.assess import build_report, heatmap, load_scenario, render_html, render_terminal
+
+    report = build_report(load_scenario(args.scenario))
+    if args.json:
+        print(json.dumps(report, ensure_ascii=False))
+    else:
+        render_terminal(report)
+    for path, fmt in ((args.png, "png"), (args.svg, "svg")):
+        if path:
+            heatmap(report, Path(path), fmt=fmt)
+    if args.html:
+        Path(args.html).write_text(render_html(report), encoding="utf-8")
+    if not args.json:
+        for path in (args.png, args.svg, args.html):
+            if path:
+                print(f"wrote {path}", file=sys.stderr)
+    return 0
 
 
 def _cmd_chaos(args: argparse.Namespace) -> int:
