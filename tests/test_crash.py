@@ -116,4 +116,4 @@ def test_resume_and_resolve_from_the_command_line(
     assert "already finished (succeeded)" in finished.stderr
     not_doubtful = ember("runs", "resolve", "r-1", "2", "--skip")
     assert not_doubtful.returncode == 2
-    assert "is not in doubt" in not_doubtful.stderr
+    assert "is not waiting for a decision" in not_doubtful.stderr

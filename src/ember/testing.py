@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -51,19 +52,60 @@ class MemoryJournal:
 
 
 class FakeClock:
-    """A clock for `Runtime(clock=..., wall=..., sleep=...)`: returns `now`, which only
-    `advance` and `sleep` change; `sleep` records each wait in `slept` and returns at once."""
+    """A clock for `Runtime(clock=..., wall=..., sleep=...)`: `now` moves only when told to.
 
-    def __init__(self, start: float = 0.0) -> None:
+    `sleep(s)` waits until the clock reaches now + s; every request is recorded in `slept`.
+    `advance(s)` moves the clock and wakes the sleepers that are due. With `autojump` (the
+    default), once the event loop has had a few idle turns the clock jumps to the earliest
+    deadline by itself, so tests of timeouts and backoff take no real time and stay ordered.
+    """
+
+    def __init__(self, start: float = 0.0, *, autojump: bool = True) -> None:
         self.now = start
         self.slept: list[float] = []
+        self.autojump = autojump
+        self._waiters: list[tuple[float, int, asyncio.Future[None]]] = []
+        self._count = 0
+        self._jumping = False
 
     def __call__(self) -> float:
         return self.now
 
     def advance(self, seconds: float) -> None:
         self.now += seconds
+        self._wake()
 
     async def sleep(self, seconds: float) -> None:
         self.slept.append(seconds)
-        self.now += seconds
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        self._count += 1
+        entry = (self.now + max(0.0, seconds), self._count, future)
+        self._waiters.append(entry)
+        if self.autojump and not self._jumping:
+            self._jumping = True
+            loop.call_soon(self._idle, 20)
+        try:
+            await future
+        finally:
+            if entry in self._waiters:
+                self._waiters.remove(entry)
+
+    def _idle(self, turns: int) -> None:
+        loop = asyncio.get_running_loop()
+        if turns:
+            loop.call_soon(self._idle, turns - 1)
+            return
+        live = [w for w in self._waiters if not w[2].done()]
+        if live:
+            self.now = max(self.now, min(live)[0])
+            self._wake()
+        if any(not w[2].done() for w in self._waiters):
+            loop.call_soon(self._idle, 20)
+        else:
+            self._jumping = False
+
+    def _wake(self) -> None:
+        for deadline, _, future in sorted(self._waiters):
+            if deadline <= self.now and not future.done():
+                future.set_result(None)

@@ -14,9 +14,14 @@ its tool is idempotent, and otherwise becomes `in_doubt` until a person decides.
 from __future__ import annotations
 
 import asyncio
+import functools
+import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import Executor
 from typing import Any
+
+import msgspec
 
 from ember.errors import (
     ArgumentError,
@@ -26,17 +31,20 @@ from ember.errors import (
     ToolCallError,
 )
 from ember.executor.dag import Graph
+from ember.executor.resilience import ExecutionSettings, call_with_retries
 from ember.journal import (
     Decision,
     Journal,
     PlanDone,
     PlanStep,
     RunState,
+    StepAwaitingApproval,
     StepDone,
     StepFailed,
     StepInDoubt,
     StepIntent,
     StepJob,
+    StepRetrying,
     StepSkipped,
     StepState,
     StepStatus,
@@ -47,13 +55,14 @@ from ember.planner.check import check_reference_paths, check_step
 from ember.planner.plan import Step, find_cycle, resolve
 from ember.telemetry.latency import LatencyRecorder
 from ember.tools.context import StepContext, _current
-from ember.tools.descriptor import ExecutionMode
+from ember.tools.descriptor import ExecutionMode, Risk, ToolDescriptor
 from ember.tools.registry import RegisteredTool, ToolRegistry
 from ember.tools.transport import JobTransport, ToolResult
 
 __all__ = ["RunExecution"]
 
 _FINAL = (StepStatus.SUCCEEDED, StepStatus.FAILED, StepStatus.SKIPPED)
+_WAITING = (StepStatus.IN_DOUBT, StepStatus.AWAITING_APPROVAL)
 
 
 class RunExecution:
@@ -69,6 +78,9 @@ class RunExecution:
         wall: Callable[[], float] = time.time,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         recorded: RunState | None = None,
+        settings: ExecutionSettings | None = None,
+        pool: Executor | None = None,
+        rng: random.Random | None = None,
     ) -> None:
         self.run_id = run_id
         self.registry = registry
@@ -87,14 +99,36 @@ class RunExecution:
         self.ms: dict[int, float] = {}
         self.plan_error: str | None = None
         self.first_dispatch: float | None = None  # wall time the first tool call began
+        self.settings = settings or ExecutionSettings()
+        self.pool = pool
+        self.rng = rng or random.Random()
+        self.superseded: set[int] = set(recorded.superseded) if recorded else set()
+        self.replans = recorded.replans if recorded else 0
+        self._limit = asyncio.Semaphore(self.settings.max_concurrency)
+        self._tool_limits = {
+            tool: asyncio.Semaphore(n) for tool, n in self.settings.tool_limits.items()
+        }
+        self._calls: dict[tuple[str, bytes], asyncio.Future[ToolResult]] = {}  # duplicate guard
         self._group: asyncio.TaskGroup | None = None
 
     @property
-    def in_doubt(self) -> list[int]:
-        return sorted(i for i, s in self.status.items() if s is StepStatus.IN_DOUBT)
+    def waiting(self) -> list[int]:
+        """Steps waiting for a person: in doubt, or awaiting approval."""
+        return sorted(i for i, s in self.status.items() if s in _WAITING)
+
+    @property
+    def succeeded(self) -> bool:
+        """No planning error, and every step of the current plan succeeded."""
+        return self.plan_error is None and all(
+            state is StepStatus.SUCCEEDED
+            for step_id, state in self.status.items()
+            if step_id not in self.superseded
+        )
 
     async def execute(self, plan: AsyncIterator[PlanEvent]) -> None:
-        """Consume the planner's stream and run every step that can run."""
+        """Consume the planner's stream and run every step that can run. Called again with a
+        new plan when the run is replanned; the state carries over."""
+        self.plan_error = None
         async with asyncio.TaskGroup() as group:
             self._group = group
             try:
@@ -153,6 +187,10 @@ class RunExecution:
             self.resolved_args[step_id] = record.intent_args
         if record.status is StepStatus.SUCCEEDED:
             self.results[step_id] = record.result
+            if record.intent_args is not None:  # duplicates of it share it after a restart too
+                future: asyncio.Future[ToolResult] = asyncio.get_running_loop().create_future()
+                future.set_result(ToolResult(record.result, 0.0))
+                self._calls.setdefault(_call_key(record.step.tool, record.intent_args), future)
         if record.error is not None:
             self.errors[step_id] = record.error
         if record.ms is not None:
@@ -198,31 +236,18 @@ class RunExecution:
             self.resolved_args[step.id] = args
             registered = self.registry.get(step.tool)
             registered.validate(args)
-            key = idempotency_key(self.run_id, step.id, step.tool, args)
-            if record is not None and record.intent_args is not None:  # interrupted mid-call
-                if record.intent_args != args:
-                    raise NondeterminismError(
-                        self.run_id,
-                        step.id,
-                        f"{step.tool} called with {record.intent_args}",
-                        f"{step.tool} called with {args}",
-                    )
-                if not await self._may_redispatch(step, registered, record):
+            if not self._approved(step, registered, args, record):
+                self.recorder.step(step.id, step.tool, started, 0.0, 0.0)
+                return
+            shared = self._calls.get(_call_key(step.tool, args))
+            if shared is not None:  # the same call is in this plan already: run it once
+                outcome = await asyncio.shield(shared)
+            else:
+                called, persist = await self._call_once(step, registered, args, record)
+                if called is None:
                     self.recorder.step(step.id, step.tool, started, 0.0, 0.0)
                     return
-                intent_at = record.intent_at or self.wall()
-            else:
-                mark = clock()
-                intent_at = self.wall()
-                await self.journal.append(
-                    StepIntent(self.run_id, intent_at, step.id, step.tool, args, key)
-                )
-                persist += self.recorder.persisted(mark)
-            if self.first_dispatch is None:
-                self.first_dispatch = self.wall()
-            context = StepContext(self.run_id, step.id, key, intent_at, self.wall, self.sleep)
-            outcome, job_persist = await self._call(step, registered, args, context, record)
-            persist += job_persist
+                outcome = called
             self_s = outcome.self_s
         except ArgumentError as exc:
             detail = f"{exc.argument}={exc.value!r}" if exc.argument else "its arguments"
@@ -237,6 +262,78 @@ class RunExecution:
         else:
             self._succeed(step.id, outcome, (clock() - started) * 1000)
         self.recorder.step(step.id, step.tool, started, self_s, persist)
+
+    async def _call_once(
+        self,
+        step: Step,
+        registered: RegisteredTool,
+        args: dict[str, Any],
+        record: StepState | None,
+    ) -> tuple[ToolResult | None, float]:
+        """Intent, then the call, registered so that duplicates share it. (None: not called.)"""
+        clock = self.recorder.clock
+        persist = 0.0
+        key = idempotency_key(self.run_id, step.id, step.tool, args)
+        if record is not None and record.intent_args is not None:  # interrupted mid-call
+            if record.intent_args != args:
+                raise NondeterminismError(
+                    self.run_id,
+                    step.id,
+                    f"{step.tool} called with {record.intent_args}",
+                    f"{step.tool} called with {args}",
+                )
+            if not await self._may_redispatch(step, registered, record):
+                return None, 0.0
+            intent_at = record.intent_at or self.wall()
+        else:
+            mark = clock()
+            intent_at = self.wall()
+            await self.journal.append(
+                StepIntent(self.run_id, intent_at, step.id, step.tool, args, key)
+            )
+            persist += self.recorder.persisted(mark)
+        if self.first_dispatch is None:
+            self.first_dispatch = self.wall()
+        future: asyncio.Future[ToolResult] = asyncio.get_running_loop().create_future()
+        self._calls[_call_key(step.tool, args)] = future
+        context = StepContext(
+            self.run_id, step.id, key, intent_at, self.wall, self.sleep, self.pool
+        )
+        try:
+            outcome, job_persist = await self._call(step, registered, args, context, record)
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # retrieved here: duplicates see it through their own await
+            raise
+        future.set_result(outcome)
+        return outcome, persist + job_persist
+
+    def _approved(
+        self,
+        step: Step,
+        registered: RegisteredTool,
+        args: dict[str, Any],
+        record: StepState | None,
+    ) -> bool:
+        """High-risk tools need a person's approval, journaled, before their intent."""
+        if registered.descriptor.risk != Risk.HIGH:
+            return True
+        decision = record.decision if record is not None else None
+        if decision is Decision.APPROVE:
+            return True
+        if decision is Decision.DENY:
+            self._fail(step.id, f"step {step.id} ({step.tool}) was denied approval", 0.0)
+            return False
+        self.status[step.id] = StepStatus.AWAITING_APPROVAL
+        self.errors[step.id] = (
+            f"step {step.id} ({step.tool}) is high-risk and waits for approval: "
+            f"`ember runs resolve {self.run_id} {step.id} --approve|--deny`"
+        )
+        if record is None or record.status is not StepStatus.AWAITING_APPROVAL:
+            self.journal.append_soon(
+                StepAwaitingApproval(self.run_id, self.wall(), step.id, step.tool, args)
+            )
+        return False
 
     async def _may_redispatch(
         self, step: Step, registered: RegisteredTool, record: StepState
@@ -271,27 +368,58 @@ class RunExecution:
         context: StepContext,
         record: StepState | None,
     ) -> tuple[ToolResult, float]:
-        """Call the tool within its step context; an async tool goes through its job handle."""
+        """Call the tool within its step context, under the concurrency limits, the timeout and
+        the retry policy; an async tool goes through its job handle."""
         token = _current.set(context)
         persist = 0.0
         try:
+            descriptor = registered.descriptor
             transport = registered.transport
-            is_job = registered.descriptor.execution_mode == ExecutionMode.ASYNC
-            if not (is_job and isinstance(transport, JobTransport)):
-                return await transport.call(
-                    step.tool, args, idempotency_key=context.idempotency_key
-                ), 0.0
-            handle = record.job if record is not None else None
-            if handle is None:
-                handle = await transport.submit(
-                    step.tool, args, idempotency_key=context.idempotency_key
+            op: Callable[[], Awaitable[ToolResult]]
+            if descriptor.execution_mode == ExecutionMode.ASYNC and isinstance(
+                transport, JobTransport
+            ):
+                handle = record.job if record is not None else None
+                if handle is None:
+                    handle = await transport.submit(
+                        step.tool, args, idempotency_key=context.idempotency_key
+                    )
+                    mark = self.recorder.clock()
+                    await self.journal.append(StepJob(self.run_id, self.wall(), step.id, handle))
+                    persist = self.recorder.persisted(mark)
+                job = handle
+                op = functools.partial(transport.wait, step.tool, job)
+            else:
+                op = functools.partial(
+                    transport.call, step.tool, args, idempotency_key=context.idempotency_key
                 )
-                mark = self.recorder.clock()
-                await self.journal.append(StepJob(self.run_id, self.wall(), step.id, handle))
-                persist = self.recorder.persisted(mark)
-            return await transport.wait(step.tool, handle), persist
+            limit = self._tool_limits.get(step.tool)
+            async with self._limit:
+                if limit is None:
+                    return await self._attempts(step, descriptor, op), persist
+                async with limit:
+                    return await self._attempts(step, descriptor, op), persist
         finally:
             _current.reset(token)
+
+    async def _attempts(
+        self, step: Step, descriptor: ToolDescriptor, op: Callable[[], Awaitable[ToolResult]]
+    ) -> ToolResult:
+        def retrying(attempt: int, error: str, delay: float) -> None:
+            self.journal.append_soon(
+                StepRetrying(self.run_id, self.wall(), step.id, attempt, error, delay)
+            )
+
+        return await call_with_retries(
+            op,
+            tool=step.tool,
+            timeout_s=descriptor.timeout_s or self.settings.default_timeout_s,
+            retry=self.settings.retry,
+            retry_timeouts=descriptor.idempotent,
+            sleep=self.sleep,
+            rng=self.rng,
+            on_retry=retrying,
+        )
 
     def _succeed(self, step_id: int, outcome: ToolResult, ms: float) -> None:
         """Record a step's result and start what it unblocked. The `step.done` record is queued
@@ -312,3 +440,7 @@ class RunExecution:
         self.ms[step_id] = ms
         self.journal.append_soon(StepFailed(self.run_id, self.wall(), step_id, error, ms))
         self._apply(*self.graph.finish(step_id, False))
+
+
+def _call_key(tool: str, args: dict[str, Any]) -> tuple[str, bytes]:
+    return tool, msgspec.json.encode(args, order="sorted")

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import date
 from typing import Any
 
@@ -15,20 +17,25 @@ import msgspec
 from ember.errors import NondeterminismError, UserError
 from ember.executor.answer import compose_answer
 from ember.executor.executor import RunExecution
+from ember.executor.resilience import ExecutionSettings
 from ember.journal import (
     Decision,
     Journal,
+    PlanReplanned,
     RunDone,
     RunResumed,
     RunStarted,
     RunState,
     RunStatus,
     RunWaiting,
+    StepFailed,
     StepResolved,
+    StepSkipped,
     StepStatus,
     fold,
 )
 from ember.planner.base import FirstToken, PlanEvent, Planner, PlanningTask
+from ember.planner.plan import renumber
 from ember.telemetry.latency import LatencyRecorder
 from ember.tools.registry import ToolRegistry
 
@@ -82,6 +89,8 @@ class Runtime:
         clock: Callable[[], float] = time.perf_counter,
         wall: Callable[[], float] = time.time,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        settings: ExecutionSettings | None = None,
+        rng: random.Random | None = None,
     ) -> None:
         self.registry = registry
         self.planner = planner
@@ -89,7 +98,22 @@ class Runtime:
         self.clock = clock
         self.wall = wall
         self.sleep = sleep
+        self.settings = settings or ExecutionSettings()
+        self.rng = rng or random.Random()
         self.first_dispatch: float | None = None  # of the last run or resume, for `ember chaos`
+        self._pool: ThreadPoolExecutor | None = None
+
+    def close(self) -> None:
+        """Stop the thread pool of blocking tools (it is started by the first run)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    def __enter__(self) -> Runtime:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
 
     async def run(
         self, task: str, *, today: date | None = None, run_id: str | None = None
@@ -103,7 +127,14 @@ class Runtime:
             RunStarted(run_id, self.wall(), task, planner.name, today.isoformat(), owner_id())
         )
         planning = PlanningTask(task, today, tuple(self.registry.descriptors()))
-        return await self._execute(run_id, task, planner.plan(planning), recorder, None)
+        return await self._execute(
+            run_id=run_id,
+            task=task,
+            today=today,
+            plan=planner.plan(planning),
+            recorder=recorder,
+            recorded=None,
+        )
 
     def _need_planner(self) -> Planner:
         if self.planner is None:
@@ -122,35 +153,59 @@ class Runtime:
             )
         recorder = LatencyRecorder(self.clock)
         self.journal.append_soon(RunResumed(run_id, self.wall(), owner_id()))
+        today = date.fromisoformat(state.today)
         if state.plan_done:
             plan = _replay(state)
         else:
-            planning = PlanningTask(
-                state.task, date.fromisoformat(state.today), tuple(self.registry.descriptors())
-            )
+            planning = PlanningTask(state.task, today, tuple(self.registry.descriptors()))
             plan = self._need_planner().plan(planning)
-        return await self._execute(run_id, state.task, plan, recorder, state)
+        return await self._execute(
+            run_id=run_id,
+            task=state.task,
+            today=today,
+            plan=plan,
+            recorder=recorder,
+            recorded=state,
+        )
 
     async def resolve(self, run_id: str, step_id: int, decision: Decision, by: str = "") -> None:
-        """Record a decision about an in-doubt step; `resume` then carries it out."""
+        """Record a person's decision about a waiting step; `resume` then carries it out:
+        retry / skip / fail for a step in doubt, approve / deny for one awaiting approval."""
         state = fold(run_id, self.journal.read(run_id))
         step = state.steps.get(step_id)
-        if step is None or step.status is not StepStatus.IN_DOUBT:
-            doubtful = [i for i, s in state.steps.items() if s.status is StepStatus.IN_DOUBT]
+        allowed = {
+            StepStatus.IN_DOUBT: (Decision.RETRY, Decision.SKIP, Decision.FAIL),
+            StepStatus.AWAITING_APPROVAL: (Decision.APPROVE, Decision.DENY),
+        }
+        if step is None or step.status not in allowed:
+            waiting = [
+                f"{i} ({s.status.value})" for i, s in state.steps.items() if s.status in allowed
+            ]
             raise UserError(
-                f"step {step_id} of run {run_id} is not in doubt; steps in doubt: "
-                f"{doubtful or 'none'}"
+                f"step {step_id} of run {run_id} is not waiting for a decision; waiting steps: "
+                f"{', '.join(waiting) or 'none'}"
+            )
+        if decision not in allowed[step.status]:
+            choices = ", ".join(f"--{d.value}" for d in allowed[step.status])
+            raise UserError(
+                f"step {step_id} of run {run_id} is {step.status.value}: decide with {choices}"
             )
         await self.journal.append(StepResolved(run_id, self.wall(), step_id, decision, by))
 
     async def _execute(
         self,
+        *,
         run_id: str,
         task: str,
+        today: date,
         plan: AsyncIterator[PlanEvent],
         recorder: LatencyRecorder,
         recorded: RunState | None,
     ) -> RunResult:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(
+                self.settings.thread_pool_size, thread_name_prefix="ember-tool"
+            )
         execution = RunExecution(
             run_id,
             self.registry,
@@ -159,37 +214,99 @@ class Runtime:
             wall=self.wall,
             sleep=self.sleep,
             recorded=recorded,
+            settings=self.settings,
+            pool=self._pool,
+            rng=self.rng,
         )
         try:
             try:
                 await execution.execute(plan)
+                while self._may_replan(execution):
+                    await execution.execute(self._replan(execution, task, today))
             except* NondeterminismError as group:
                 raise group.exceptions[0] from None
         except asyncio.CancelledError:
-            await asyncio.shield(
-                self.journal.append(
-                    RunDone(
-                        run_id,
-                        self.wall(),
-                        RunStatus.CANCELLED,
-                        "",
-                        "cancelled",
-                        recorder.report(),
-                        [],
-                    )
-                )
-            )
+            await asyncio.shield(self._cancelled(execution, recorder))
             raise
         finally:
             self.first_dispatch = execution.first_dispatch
         return await self._finish(run_id, task, execution, recorder)
 
+    def _may_replan(self, execution: RunExecution) -> bool:
+        return (
+            self.planner is not None
+            and not execution.succeeded
+            and not execution.waiting
+            and execution.replans < self.settings.max_replans
+        )
+
+    def _replan(self, execution: RunExecution, task: str, today: date) -> AsyncIterator[PlanEvent]:
+        """Ask the planner again, telling it what failed; the new steps get fresh ids."""
+        planner = self._need_planner()
+        execution.replans += 1
+        current = [i for i in execution.steps if i not in execution.superseded]
+        failed = [i for i in current if execution.status[i] is not StepStatus.SUCCEEDED]
+        feedback = "\n".join(
+            [f"Attempt {execution.replans} of the plan failed."]
+            + [
+                f"- step {i} {execution.steps[i].tool}: {execution.errors.get(i, 'failed')}"
+                for i in failed
+            ]
+            + [
+                f"- step {i} {execution.steps[i].tool} succeeded: {execution.results.get(i)!r}"
+                for i in current
+                if i not in failed
+            ]
+            + [execution.plan_error or ""]
+        ).strip()
+        execution.superseded.update(current)
+        self.journal.append_soon(
+            PlanReplanned(execution.run_id, self.wall(), execution.replans, current, feedback)
+        )
+        offset = max(execution.steps, default=0)
+        planning = PlanningTask(
+            task, today, tuple(self.registry.descriptors()), execution.replans, feedback
+        )
+
+        async def renumbered() -> AsyncIterator[PlanEvent]:
+            async for item in planner.plan(planning):
+                yield item if isinstance(item, FirstToken) else renumber(item, offset)
+
+        return renumbered()
+
+    async def _cancelled(self, execution: RunExecution, recorder: LatencyRecorder) -> None:
+        """Record every step's final state, then the run's, after a cancellation."""
+        for step_id, state in sorted(execution.status.items()):
+            if state is StepStatus.RUNNING:
+                self.journal.append_soon(
+                    StepFailed(
+                        execution.run_id,
+                        self.wall(),
+                        step_id,
+                        "cancelled while running: the call may or may not have happened",
+                        0.0,
+                    )
+                )
+            elif state is StepStatus.PLANNED:
+                self.journal.append_soon(
+                    StepSkipped(execution.run_id, self.wall(), step_id, "the run was cancelled")
+                )
+        await self.journal.append(
+            RunDone(
+                execution.run_id,
+                self.wall(),
+                RunStatus.CANCELLED,
+                "",
+                "cancelled",
+                recorder.report(),
+                [],
+            )
+        )
+
     async def _finish(
         self, run_id: str, task: str, execution: RunExecution, recorder: LatencyRecorder
     ) -> RunResult:
-        succeeded = execution.plan_error is None and all(
-            state is StepStatus.SUCCEEDED for state in execution.status.values()
-        )
+        succeeded = execution.succeeded
         answer = compose_answer(
             task,
             steps=execution.steps,
@@ -200,10 +317,10 @@ class Runtime:
         )
         recorder.finish()
         latency = recorder.report()
-        if execution.in_doubt:
+        if execution.waiting:
             status = RunStatus.WAITING
-            error: str | None = execution.errors[execution.in_doubt[0]]
-            await self.journal.append(RunWaiting(run_id, self.wall(), execution.in_doubt))
+            error: str | None = execution.errors[execution.waiting[0]]
+            await self.journal.append(RunWaiting(run_id, self.wall(), execution.waiting))
         else:
             status = RunStatus.SUCCEEDED if succeeded else RunStatus.FAILED
             error = None if succeeded else execution.plan_error or _first_error(execution)

@@ -9,8 +9,11 @@ step.job       an async tool accepted the call: the job handle to re-attach to a
 step.done      the result, the tool's self-time
 step.failed    the error (a tool error, bad arguments, an unresolvable reference)
 step.skipped   a step that cannot run because a step it depends on failed
+step.retrying  a retryable failure: the attempt, the error and the backoff before the next
 step.in_doubt  recovery found an intent without outcome for a tool that is not idempotent
-step.resolved  a person's decision about an in-doubt step: retry, skip or fail
+step.awaiting_approval  a high-risk step waits for a person's approval before its intent
+step.resolved  a person's decision: retry / skip / fail (in doubt), approve / deny (approval)
+plan.replanned the plan failed; the planner was asked again (the failed steps are superseded)
 run.resumed    another process took the run over after a crash or restart
 run.waiting    the run stopped with steps in doubt; it waits for decisions
 run.done       final status, answer, latency figures and spans
@@ -31,6 +34,7 @@ __all__ = [
     "Decision",
     "Event",
     "PlanDone",
+    "PlanReplanned",
     "PlanStep",
     "RunDone",
     "RunResumed",
@@ -38,12 +42,14 @@ __all__ = [
     "RunState",
     "RunStatus",
     "RunWaiting",
+    "StepAwaitingApproval",
     "StepDone",
     "StepFailed",
     "StepInDoubt",
     "StepIntent",
     "StepJob",
     "StepResolved",
+    "StepRetrying",
     "StepSkipped",
     "StepState",
     "StepStatus",
@@ -66,17 +72,21 @@ class StepStatus(enum.StrEnum):
     PLANNED = "planned"
     RUNNING = "running"
     IN_DOUBT = "in_doubt"
+    AWAITING_APPROVAL = "awaiting_approval"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     SKIPPED = "skipped"
 
 
 class Decision(enum.StrEnum):
-    """What to do with an in-doubt step: call it again (same key), take it as done, or fail it."""
+    """An in-doubt step: call it again (same key), take it as done, or fail it.
+    A step awaiting approval: approve (it runs) or deny (it fails)."""
 
     RETRY = "retry"
     SKIP = "skip"
     FAIL = "fail"
+    APPROVE = "approve"
+    DENY = "deny"
 
 
 class _Event(msgspec.Struct, frozen=True, tag_field="kind"):
@@ -129,6 +139,25 @@ class StepSkipped(_Event, frozen=True, tag="step.skipped"):
     reason: str
 
 
+class StepRetrying(_Event, frozen=True, tag="step.retrying"):
+    step_id: int
+    attempt: int
+    error: str
+    delay_s: float
+
+
+class StepAwaitingApproval(_Event, frozen=True, tag="step.awaiting_approval"):
+    step_id: int
+    tool: str
+    args: dict[str, Any]
+
+
+class PlanReplanned(_Event, frozen=True, tag="plan.replanned"):
+    attempt: int
+    superseded: list[int]
+    feedback: str
+
+
 class StepInDoubt(_Event, frozen=True, tag="step.in_doubt"):
     step_id: int
     reason: str
@@ -165,6 +194,9 @@ Event = (
     | StepDone
     | StepFailed
     | StepSkipped
+    | StepRetrying
+    | StepAwaitingApproval
+    | PlanReplanned
     | StepInDoubt
     | StepResolved
     | RunResumed
@@ -221,6 +253,8 @@ class RunState(msgspec.Struct):
     started_at: float = 0.0
     status: RunStatus = RunStatus.RUNNING
     plan_done: bool = False
+    replans: int = 0
+    superseded: list[int] = []
     steps: dict[int, StepState] = {}
     answer: str = ""
     error: str | None = None
@@ -266,6 +300,13 @@ def _apply(state: RunState, event: Event) -> None:
             step.status, step.error, step.decision = StepStatus.IN_DOUBT, event.reason, None
         case StepResolved():
             state.steps[event.step_id].decision = event.decision
+        case StepAwaitingApproval():
+            state.steps[event.step_id].status = StepStatus.AWAITING_APPROVAL
+        case PlanReplanned():
+            state.replans = event.attempt
+            state.superseded = [*state.superseded, *event.superseded]
+        case StepRetrying():
+            pass  # informational: the step is still running
         case RunWaiting():
             state.status = RunStatus.WAITING
         case RunDone():

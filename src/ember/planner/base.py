@@ -15,11 +15,14 @@ __all__ = ["FirstToken", "PlanEvent", "Planner", "PlanningTask"]
 
 
 class PlanningTask(msgspec.Struct, frozen=True):
-    """What a planner is asked: the request, the date it is made (for "tomorrow"), the tools."""
+    """What a planner is asked: the request, the date it is made (for "tomorrow"), the tools.
+    On a replan, `attempt` counts from 1 and `feedback` says what failed and what succeeded."""
 
     request: str
     today: date
     catalogue: tuple[ToolDescriptor, ...]
+    attempt: int = 0
+    feedback: str = ""
 
 
 class FirstToken(msgspec.Struct, frozen=True):

@@ -27,6 +27,7 @@ __all__ = [
     "find_cycle",
     "lookup",
     "references",
+    "renumber",
     "resolve",
 ]
 
@@ -162,6 +163,25 @@ def resolve(value: Any, results: Mapping[int, Any]) -> Any:
     if isinstance(value, list):
         return [resolve(item, results) for item in value]
     return value
+
+
+def renumber(step: Step, offset: int) -> Step:
+    """The step with its id, its references and its `after` moved up by `offset` (a replan's
+    steps follow the failed plan's instead of reusing their ids)."""
+
+    def shift(value: Any) -> Any:
+        if isinstance(value, str):
+            whole = _parse_whole(value)
+            if whole is not None:
+                return str(Reference(whole.step + offset, whole.path))
+            return _EMBEDDED.sub(lambda m: f"{{${int(m.group(1)) + offset}{m.group(2)}}}", value)
+        if isinstance(value, Mapping):
+            return {key: shift(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [shift(item) for item in value]
+        return value
+
+    return Step(step.id + offset, step.tool, shift(step.args), [a + offset for a in step.after])
 
 
 def find_cycle(steps: Iterable[Step]) -> list[int] | None:

@@ -21,7 +21,7 @@ from ember.planner.plan import Plan, Step
 
 __all__ = ["DEMO_SCRIPT", "ScriptedPlanner", "load_script", "normalise_request"]
 
-PlanSource = Plan | Callable[[date], Plan]
+PlanSource = Plan | Callable[[date], Plan] | list[Plan]  # a list: one plan per attempt
 
 
 def normalise_request(text: str) -> str:
@@ -53,7 +53,12 @@ class ScriptedPlanner:
                 f"the scripted planner has no plan for {task.request!r}; it knows:\n  {known}\n"
                 "Use --planner llama for any other request."
             )
-        plan = source if isinstance(source, Plan) else source(task.today)
+        if isinstance(source, list):
+            if task.attempt >= len(source):
+                raise PlannerError(f"the script has no plan for attempt {task.attempt}")
+            plan = source[task.attempt]
+        else:
+            plan = source if isinstance(source, Plan) else source(task.today)
         yield FirstToken()
         for step in plan.steps:
             if self._tokens_per_s:

@@ -11,10 +11,11 @@ import asyncio
 import contextvars
 import time
 from collections.abc import Awaitable, Callable
+from concurrent.futures import Executor
 
 import msgspec
 
-__all__ = ["StepContext", "current_step"]
+__all__ = ["StepContext", "current_executor", "current_step"]
 
 
 class StepContext(msgspec.Struct, frozen=True):
@@ -24,6 +25,7 @@ class StepContext(msgspec.Struct, frozen=True):
     intent_at: float  # seconds since the epoch, from the journaled step.intent
     wall: Callable[[], float] = time.time
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    executor: Executor | None = None  # the runtime's thread pool for blocking tools
 
 
 _current: contextvars.ContextVar[StepContext] = contextvars.ContextVar("ember_step")
@@ -32,3 +34,9 @@ _current: contextvars.ContextVar[StepContext] = contextvars.ContextVar("ember_st
 def current_step() -> StepContext:
     """The context of the tool call in progress; LookupError outside one."""
     return _current.get()
+
+
+def current_executor() -> Executor | None:
+    """The runtime's thread pool, when called within a step; None outside one."""
+    context = _current.get(None)
+    return context.executor if context is not None else None

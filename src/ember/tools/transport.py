@@ -19,6 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 import msgspec
 
 from ember.errors import ToolCallError
+from ember.tools.context import current_executor
 
 __all__ = ["InprocTransport", "JobTransport", "ToolResult", "Transport"]
 
@@ -58,9 +59,9 @@ class Transport(Protocol):
 class InprocTransport:
     """Calls a Python function in the runtime's own process, without serialisation.
 
-    Coroutine functions are awaited on the event loop. Plain functions run in `executor` (a
-    bounded thread pool the runtime owns; `None` means asyncio's default) unless `inline` is
-    true, for functions that finish in microseconds.
+    Coroutine functions are awaited on the event loop. Plain functions run in `executor`, by
+    default the runtime's bounded thread pool (`ExecutionSettings.thread_pool_size`), unless
+    `inline` is true, for functions that finish in microseconds.
     """
 
     def __init__(
@@ -86,7 +87,8 @@ class InprocTransport:
             loop = asyncio.get_running_loop()
             context = contextvars.copy_context()  # the step context reaches the thread too
             return await loop.run_in_executor(
-                self._executor, functools.partial(context.run, _timed, self._fn, kwargs)
+                self._executor or current_executor(),
+                functools.partial(context.run, _timed, self._fn, kwargs),
             )
         except ToolCallError:
             raise
