@@ -256,3 +256,110 @@ def _batched(op: Callable[[], object], n: int, batch: int = 100) -> Samples:
             op()
         samples.append((clock() - start) / batch)
     return samples
+
+
+# -- the executor: parallel fan-out and streamed planning -----------------------------------------
+
+
+def floor_gather_fanout(n: int, *, width: int = 10, seconds: float = 0.05) -> Samples:
+    """asyncio.gather of `width` 50 ms sleeps: the floor of a parallel fan-out."""
+
+    async def once() -> float:
+        start = time.perf_counter()
+        await asyncio.gather(*(asyncio.sleep(seconds) for _ in range(width)))
+        return time.perf_counter() - start
+
+    return [asyncio.run(once()) for _ in range(max(1, n))]
+
+
+def ember_fanout(n: int, *, width: int = 10, seconds: float = 0.05) -> Samples:
+    """ember running a plan of `width` independent 50 ms tools, end to end (L4)."""
+    from ember import Plan, Runtime, ScriptedPlanner, Step, ToolRegistry, tool
+    from ember.testing import MemoryJournal
+
+    @tool
+    async def fetch(i: int) -> dict[str, int]:
+        """Waits 50 ms, like a remote API."""
+        await asyncio.sleep(seconds)
+        return {"i": i}
+
+    registry = ToolRegistry()
+    registry.register(fetch)
+    plan = Plan([Step(i, "fetch", {"i": i}) for i in range(1, width + 1)])
+    runtime = Runtime(registry, ScriptedPlanner({"fan": plan}), MemoryJournal())
+    samples = []
+    for _ in range(max(1, n)):
+        result = asyncio.run(runtime.run("fan"))
+        samples.append(result.latency_ms["l4_e2e"] / 1000)
+    runtime.close()
+    return samples
+
+
+def ember_streamed_plan(
+    n: int, *, streamed: bool = True, tokens_per_s: float = 35.0, tool_s: float = 0.15
+) -> Samples:
+    """The 4-step travel plan from a planner writing 35 tokens/s, with 150 ms tools: end to end,
+    steps starting as they stream in (`streamed`) or only once the whole plan is written."""
+    from datetime import date
+
+    from ember import Runtime, ScriptedPlanner, ToolRegistry
+    from ember.planner.scripted import DEMO_SCRIPT
+    from ember.testing import MemoryJournal
+    from ember.tools.demo import demo_catalog
+
+    registry = ToolRegistry()
+    for descriptor in demo_catalog():
+
+        async def slow(**args: Any) -> dict[str, Any]:
+            await asyncio.sleep(tool_s)
+            return {
+                "hotels": [{"hotel_id": "H-1"}],
+                "booking_id": "BK-1",
+                "hotel_name": "H",
+                "city": "Paris",
+                "nights": 2,
+                "check_in": "2026-03-03",
+                "total_price": 1.0,
+                "currency": "EUR",
+                "forecast": "sun",
+                "temp_c": 1.0,
+                "message_id": "m",
+            }
+
+        registry.register(descriptor, transport=_Slow(slow))
+    planner: Any = ScriptedPlanner(DEMO_SCRIPT, tokens_per_s=tokens_per_s)
+    if not streamed:
+        planner = _WholePlan(planner)
+    runtime = Runtime(registry, planner, MemoryJournal())
+    task = next(iter(DEMO_SCRIPT))
+    samples = []
+    for _ in range(max(1, n)):
+        result = asyncio.run(runtime.run(task, today=date(2026, 3, 2)))
+        assert result.status == "succeeded", result.error
+        samples.append(result.latency_ms["l4_e2e"] / 1000)
+    return samples
+
+
+class _Slow:
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+
+    async def call(self, tool: str, args: dict[str, Any], *, idempotency_key: str) -> Any:
+        from ember.tools.transport import ToolResult
+
+        start = time.perf_counter()
+        value = await self.fn(**args)
+        return ToolResult(value, time.perf_counter() - start)
+
+
+class _WholePlan:
+    """Wraps a planner: yields nothing until the whole plan is written (no streaming)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name = inner.name
+
+    async def plan(self, task: Any) -> Any:
+        items = [item async for item in self.inner.plan(task)]
+        for item in items:
+            yield item

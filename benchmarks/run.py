@@ -84,6 +84,18 @@ SUITES: dict[str, list[Row]] = {
         Row("validate.jsonschema_rs", "validate_jsonschema_rs", None, 50000),
         Row("validate.fastjsonschema", "validate_fastjsonschema", "validate.jsonschema_rs", 50000),
     ],
+    "executor": [
+        Row("fanout10x50ms.floor.gather", "floor_gather_fanout", None, 30),
+        Row(
+            "fanout10x50ms.ember",
+            "ember_fanout",
+            "fanout10x50ms.floor.gather",
+            30,
+            target_us=52_000.0,
+        ),
+        Row("travel.whole_plan_first", "ember_streamed_plan", None, 5, {"streamed": False}),
+        Row("travel.streamed", "ember_streamed_plan", "travel.whole_plan_first", 5),
+    ],
 }
 
 
@@ -146,7 +158,7 @@ def machine() -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--suite", choices=sorted(SUITES), default="layers")
+    parser.add_argument("--suite", choices=[*sorted(SUITES), "all"], default="all")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json", dest="json_out", help="write results to this file")
     parser.add_argument("--one", nargs=3, help=argparse.SUPPRESS)
@@ -156,11 +168,30 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(measure_one(name, int(samples), json.loads(kwargs))))
         return 0
 
+    suites = sorted(SUITES) if args.suite == "all" else [args.suite]
+    report: dict[str, Any] = {
+        "machine": machine(),
+        "command": " ".join(["python -m benchmarks.run", *sys.argv[1:]]),
+        "suites": {},
+    }
+    for suite in suites:
+        print(
+            f"\n[{suite}]\n{'benchmark':<36} {'median us':>11} {'p99 us':>11} "
+            f"{'x floor':>8}  target",
+            flush=True,
+        )
+        report["suites"][suite] = run_suite(SUITES[suite], args.quick)
+    if args.json_out:
+        with open(args.json_out, "w") as handle:
+            json.dump(report, handle, indent=2)
+    return 0
+
+
+def run_suite(rows: list[Row], quick: bool) -> list[dict[str, Any]]:
     results: list[dict[str, Any]] = []
     by_name: dict[str, dict[str, Any]] = {}
-    print(f"{'benchmark':<36} {'median us':>11} {'p99 us':>11} {'x floor':>8}  target", flush=True)
-    for row in SUITES[args.suite]:
-        result = run_row(row, args.quick)
+    for row in rows:
+        result = run_row(row, quick)
         floor = by_name.get(row.floor or "")
         if "median_us" in result and floor and "median_us" in floor:
             result["floor"] = row.floor
@@ -171,15 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         by_name[row.name] = result
         results.append(result)
         print(_line(result), flush=True)
-    report = {
-        "machine": machine(),
-        "command": " ".join(["python -m benchmarks.run", *sys.argv[1:]]),
-        "suites": {args.suite: results},
-    }
-    if args.json_out:
-        with open(args.json_out, "w") as handle:
-            json.dump(report, handle, indent=2)
-    return 0
+    return results
 
 
 def _line(result: dict[str, Any]) -> str:
