@@ -65,6 +65,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_run_command(commands)
     _add_tools_command(commands)
     _add_journal_commands(commands)
+    _add_eval_command(commands)
     _add_assess_command(commands)
     return parser
 
@@ -86,6 +87,17 @@ def _add_run_command(commands: Any) -> None:
     run.add_argument(
         "--model",
         help="llama: a shipped model's name or a path to a GGUF file (default: qwen2.5-coder-0.5b)",
+    )
+    run.add_argument(
+        "--base-url",
+        help="openai: the server's API root, e.g. http://127.0.0.1:8000/v1 "
+        "(default: $EMBER_OPENAI_BASE_URL)",
+    )
+    run.add_argument(
+        "--response-format",
+        choices=["json_schema", "json_object", "none"],
+        default="json_schema",
+        help="openai: how the plan schema is sent (json_object for llama-cpp-python's server)",
     )
     run.add_argument(
         "--script",
@@ -175,6 +187,23 @@ def _add_journal_commands(commands: Any) -> None:
     chaos.set_defaults(handler=_cmd_chaos)
 
 
+def _add_eval_command(commands: Any) -> None:
+    evaluate = commands.add_parser("eval", help="measure a planner's accuracy and latency")
+    kinds = evaluate.add_subparsers(metavar="WHAT", required=True)
+    planner = kinds.add_parser(
+        "planner", help="plan a task set's requests and score them with its scorer"
+    )
+    planner.add_argument("--tasks", required=True, help="a task file (JSON Lines), e.g. dev.jsonl")
+    planner.add_argument("--catalog", help="the tool catalogue JSON (default: the demo tools')")
+    planner.add_argument("--planner", choices=["llama", "scripted"], default="llama")
+    planner.add_argument("--model", help="llama: a shipped model's name or a GGUF path")
+    planner.add_argument("--script", help="scripted: request -> plan JSON file")
+    planner.add_argument("--limit", type=int, help="only the first N tasks")
+    planner.add_argument("--json", action="store_true", help="print the summary as JSON")
+    planner.add_argument("--predictions", help="also write the plans here (JSON Lines)")
+    planner.set_defaults(handler=_cmd_eval_planner)
+
+
 def _add_assess_command(commands: Any) -> None:
     assess = commands.add_parser(
         "assess", help="fit score, 3-year cost and risk heatmap for hosted vs self-hosted"
@@ -261,10 +290,17 @@ def _planner(args: argparse.Namespace, name: str) -> Planner:
 
         return ScriptedPlanner(load_script(args.script) if args.script else DEMO_SCRIPT)
     if name == "openai":
-        raise PlannerError(
-            "the openai planner is not built yet (issue: Planner); use "
-            "--planner llama (embedded model) or --planner scripted"
-        )
+        import os
+
+        from ember.planner.openai import OpenAIPlanner
+
+        base_url = getattr(args, "base_url", None) or os.environ.get("EMBER_OPENAI_BASE_URL")
+        if not base_url or not args.model:
+            raise PlannerError(
+                "--planner openai needs --base-url (or EMBER_OPENAI_BASE_URL), e.g. "
+                "http://127.0.0.1:8000/v1, and --model, the name the server knows the model by"
+            )
+        return OpenAIPlanner(base_url, args.model, response_format=args.response_format)
     from ember.planner.llama import LlamaPlanner
 
     print("loading the model (the first run assembles it from its packages)...", file=sys.stderr)
@@ -429,6 +465,40 @@ def _cmd_assess(args: argparse.Namespace) -> int:
         for path in (args.png, args.svg, args.html):
             if path:
                 print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+def _cmd_eval_planner(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from ember.planner.evaluate import evaluate_planner, load_tasks
+    from ember.planner.scoring import print_summary
+    from ember.tools.demo import demo_catalog
+    from ember.tools.descriptor import ToolDescriptor
+
+    tasks = load_tasks(args.tasks)[: args.limit]
+    catalogue = demo_catalog()
+    if args.catalog:
+        from pathlib import Path
+
+        raw = json.loads(Path(args.catalog).read_text(encoding="utf-8"))
+        catalogue = [ToolDescriptor.from_json(item) for item in raw]
+    summary = asyncio.run(evaluate_planner(_planner(args, args.planner), tasks, catalogue))
+    if args.predictions:
+        with open(args.predictions, "w", encoding="utf-8") as out:
+            for task_id, plan in summary["predictions"].items():
+                out.write(json.dumps({"id": task_id, "plan": plan}, ensure_ascii=False) + "\n")
+    if args.json:
+        print(json.dumps({k: v for k, v in summary.items() if k != "predictions"}))
+        return 0
+    print_summary(summary)
+    latency = summary["latency_s"]
+    print(
+        f"\nTTFT median {latency['ttft']['median']} s, p90 {latency['ttft']['p90']} s; "
+        f"plan median {latency['plan']['median']} s, p90 {latency['plan']['p90']} s"
+    )
+    for task_id, error in summary["planner_errors"].items():
+        print(f"  {task_id}: planner error: {error}")
     return 0
 
 

@@ -9,6 +9,7 @@ to the event loop, and each step is yielded as soon as its JSON object closes.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import threading
 from collections.abc import AsyncIterator, Iterator
@@ -17,7 +18,7 @@ from typing import Any
 
 from ember.errors import ModelError, PlanError, PlannerError
 from ember.planner.base import FirstToken, PlanEvent, PlanningTask
-from ember.planner.models import resolve_model
+from ember.planner.models import cache_dir, resolve_model
 from ember.planner.plan import Plan, Step
 from ember.planner.prompt import build_grammar, build_prefix, build_request
 
@@ -81,12 +82,14 @@ class LlamaPlanner:
         n_threads: int | None = None,
         n_threads_batch: int | None = None,
         max_tokens: int = 512,
+        prefix_cache: bool = True,
     ) -> None:
         self.model_path: Path = resolve_model(model)
         self._n_ctx = n_ctx
         self._n_threads = n_threads or 1
         self._n_threads_batch = n_threads_batch or (os.cpu_count() or 2)
         self._max_tokens = max_tokens
+        self.prefix_cache = prefix_cache
         self._llm: Any = None
         self._grammars: dict[tuple[str, ...], Any] = {}
         self._lock = threading.Lock()
@@ -126,19 +129,79 @@ class LlamaPlanner:
         return self._grammars[key]
 
     def warm(self, task: PlanningTask) -> None:
-        """Load the model and evaluate the catalogue prefix now, not on the first request."""
+        """Load the model and make the catalogue prefix ready now, not on the first request."""
         with self._lock:
-            llm = self._load()
-            tokens = llm.tokenize(build_prefix(task.catalogue).encode(), special=True)
+            self._prefix_ready(self._load(), build_prefix(task.catalogue))
+
+    def _prefix_ready(self, llm: Any, prefix: str) -> None:
+        """Put the prompt prefix in the KV cache: already there, restored from the disk cache
+        (keyed by model file, prefix and context size), or evaluated once and saved there."""
+        tokens = llm.tokenize(prefix.encode(), special=True)
+        if llm.n_tokens >= len(tokens) and list(llm.input_ids[: len(tokens)]) == tokens:
+            return
+        path = self._prefix_file(prefix)
+        if self.prefix_cache and path.is_file() and self._restore_prefix(llm, path, tokens):
+            return
+        llm.reset()
+        llm.eval(tokens)
+        if self.prefix_cache:
+            self._save_prefix(llm, path, tokens)
+
+    def _prefix_file(self, prefix: str) -> Path:
+        stat = self.model_path.stat()
+        key = hashlib.sha256(
+            "\x1f".join(
+                [
+                    str(self.model_path),
+                    str(stat.st_size),
+                    str(stat.st_mtime_ns),
+                    str(self._n_ctx),
+                    prefix,
+                ]
+            ).encode()
+        ).hexdigest()[:24]
+        return cache_dir() / "prefix" / f"{key}.kv"
+
+    def _save_prefix(self, llm: Any, path: Path, tokens: list[int]) -> None:
+        import llama_cpp
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".partial-{os.getpid()}")
+        array = (llama_cpp.llama_token * len(tokens))(*tokens)
+        written = llama_cpp.llama_state_seq_save_file(
+            llm._ctx.ctx, str(partial).encode(), 0, array, len(tokens)
+        )
+        if written:
+            partial.replace(path)
+        else:
+            partial.unlink(missing_ok=True)
+
+    def _restore_prefix(self, llm: Any, path: Path, tokens: list[int]) -> bool:
+        import ctypes
+
+        import llama_cpp
+
+        capacity = len(tokens) + 16
+        array = (llama_cpp.llama_token * capacity)()
+        count = ctypes.c_size_t(0)
+        llm.reset()
+        read = llama_cpp.llama_state_seq_load_file(
+            llm._ctx.ctx, str(path).encode(), 0, array, capacity, ctypes.byref(count)
+        )
+        if not read or list(array[: count.value]) != tokens:
             llm.reset()
-            llm.eval(tokens)
+            return False
+        llm.input_ids[: len(tokens)] = tokens
+        llm.n_tokens = len(tokens)
+        return True
 
     def _generate(self, task: PlanningTask, stop: threading.Event) -> Iterator[str]:
         with self._lock:
             llm = self._load()
-            prompt = build_prefix(task.catalogue) + build_request(task.request, task.today)
+            prefix = build_prefix(task.catalogue)
+            self._prefix_ready(llm, prefix)
             stream = llm.create_completion(
-                prompt,
+                prefix + build_request(task.request, task.today),
                 grammar=self._grammar(task),
                 max_tokens=self._max_tokens,
                 temperature=0.0,

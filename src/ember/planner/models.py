@@ -60,7 +60,8 @@ SHIPPED_MODELS: dict[str, ShippedModel] = {
 DEFAULT_MODEL = "qwen2.5-coder-0.5b"
 
 
-def _cache_dir() -> Path:
+def cache_dir() -> Path:
+    """Where assembled models and saved prompt prefixes live (`EMBER_MODEL_DIR` overrides)."""
     return (
         Path(os.environ.get("EMBER_MODEL_DIR") or platformdirs.user_cache_dir("ember")) / "models"
     )
@@ -84,7 +85,7 @@ def resolve_model(name_or_path: str | None = None) -> Path:
 
 
 def _assemble(model: ShippedModel) -> Path:
-    target = _cache_dir() / model.filename
+    target = cache_dir() / model.filename
     if target.is_file() and target.stat().st_size == model.size:
         return target  # verified when it was assembled; rename made it appear whole
     parts = model.part_paths()

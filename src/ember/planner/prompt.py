@@ -15,7 +15,15 @@ from typing import Any
 
 from ember.tools.descriptor import ToolDescriptor
 
-__all__ = ["build_grammar", "build_prefix", "build_request", "signature"]
+__all__ = [
+    "build_grammar",
+    "build_prefix",
+    "build_request",
+    "plan_schema",
+    "signature",
+    "system_text",
+    "user_text",
+]
 
 _SYSTEM = """You are a planner. You turn the user's request into a plan: the tool calls that \
 do what the request asks, in this JSON format:
@@ -96,8 +104,8 @@ def _type_name(schema: dict[str, Any]) -> str:
     return str(kind)
 
 
-def build_prefix(catalogue: Sequence[ToolDescriptor]) -> str:
-    """The fixed start of every prompt: instructions, catalogue and examples (ChatML)."""
+def system_text(catalogue: Sequence[ToolDescriptor]) -> str:
+    """The instructions, the catalogue and the examples: the system message."""
     tools = "\n".join(signature(tool) for tool in catalogue)
     known = {tool.tool_name for tool in catalogue}
     shots = []
@@ -106,16 +114,59 @@ def build_prefix(catalogue: Sequence[ToolDescriptor]) -> str:
             plan = json.dumps({"steps": steps}, ensure_ascii=False, separators=(",", ":"))
             shots.append(f"Today: {today}. Request: {request}\nPlan: {plan}")
     examples = "\n\nExamples:\n" + "\n".join(shots) if shots else ""
-    return f"<|im_start|>system\n{_SYSTEM}{tools}{examples}<|im_end|>\n<|im_start|>user\n"
+    return f"{_SYSTEM}{tools}{examples}"
+
+
+def user_text(request: str, today: date) -> str:
+    """The user message: today's date (for "tomorrow") and the request."""
+    return f"Today: {today.isoformat()} ({today.strftime('%A')}). Request: {request.strip()}"
+
+
+def build_prefix(catalogue: Sequence[ToolDescriptor]) -> str:
+    """The fixed start of every prompt (ChatML): the system message, then the user turn's
+    opening. The same for every request, so its KV cache is computed once."""
+    return f"<|im_start|>system\n{system_text(catalogue)}<|im_end|>\n<|im_start|>user\n"
 
 
 def build_request(request: str, today: date) -> str:
     """The part of the prompt after the prefix."""
-    weekday = today.strftime("%A")
-    return (
-        f"Today: {today.isoformat()} ({weekday}). Request: {request.strip()}<|im_end|>\n"
-        "<|im_start|>assistant\n"
-    )
+    return f"{user_text(request, today)}<|im_end|>\n<|im_start|>assistant\n"
+
+
+def plan_schema(catalogue: Sequence[ToolDescriptor], *, max_steps: int = 12) -> dict[str, Any]:
+    """A JSON Schema of plans over `catalogue`, for servers that constrain output with one
+    (OpenAI-compatible `response_format`). Every argument may also be a reference string."""
+    reference = {"type": "string", "pattern": "^\\{?\\$[0-9]"}
+    variants = []
+    for tool in catalogue:
+        props = tool.parameters.get("properties", {})
+        args = {
+            "type": "object",
+            "properties": {name: {"anyOf": [schema, reference]} for name, schema in props.items()},
+            "required": list(tool.parameters.get("required", [])),
+            "additionalProperties": False,
+        }
+        variants.append(
+            {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "integer", "minimum": 1},
+                    "tool": {"const": tool.tool_name},
+                    "args": args,
+                    "after": {"type": "array", "items": {"type": "integer"}},
+                },
+                "required": ["id", "tool", "args"],
+                "additionalProperties": False,
+            }
+        )
+    return {
+        "type": "object",
+        "properties": {
+            "steps": {"type": "array", "items": {"anyOf": variants}, "maxItems": max_steps}
+        },
+        "required": ["steps"],
+        "additionalProperties": False,
+    }
 
 
 # --- grammar -----------------------------------------------------------------------------------

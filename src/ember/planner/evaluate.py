@@ -1,0 +1,96 @@
+"""`ember eval planner`: run a planner over a task set and score it with the task set's scorer.
+
+Each task's request goes through the planner only (no tool runs). The plans are scored by
+`ember.planner.scoring`, a verbatim copy of the task set's `score_plans.py`, and the report adds
+the planner's latency: time to first token and time to the whole plan, median and p90.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from ember.errors import PlanError, PlannerError, UserError
+from ember.planner import scoring
+from ember.planner.base import FirstToken, Planner, PlanningTask
+from ember.tools.descriptor import ToolDescriptor
+
+__all__ = ["evaluate_planner", "load_tasks"]
+
+
+def load_tasks(path: Path | str) -> list[dict[str, Any]]:
+    """Read a task file (one JSON object a line), naming the bad line on failure."""
+    tasks = []
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise UserError(f"cannot read tasks {path}: {exc.strerror}") from None
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            task = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise UserError(f"{path}:{number}: not JSON: {exc.msg}") from None
+        missing = {"id", "request", "today"} - set(task)
+        if missing:
+            raise UserError(f"{path}:{number}: the task lacks {', '.join(sorted(missing))}")
+        tasks.append(task)
+    return tasks
+
+
+async def evaluate_planner(
+    planner: Planner,
+    tasks: list[dict[str, Any]],
+    catalogue: list[ToolDescriptor],
+    *,
+    progress: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
+) -> dict[str, Any]:
+    """Plan every task, score the plans, and time the planner."""
+    predictions: dict[str, Any] = {}
+    ttft: list[float] = []
+    plan_s: list[float] = []
+    failures: dict[str, str] = {}
+    for index, task in enumerate(tasks, start=1):
+        planning = PlanningTask(
+            task["request"], date.fromisoformat(task["today"]), tuple(catalogue)
+        )
+        start = time.perf_counter()
+        steps: list[dict[str, Any]] = []
+        try:
+            async for item in planner.plan(planning):
+                if isinstance(item, FirstToken):
+                    ttft.append(time.perf_counter() - start)
+                else:
+                    steps.append(msgspec.to_builtins(item))
+            predictions[task["id"]] = {"steps": steps}
+        except (PlannerError, PlanError) as exc:
+            failures[task["id"]] = str(exc)
+        plan_s.append(time.perf_counter() - start)
+        progress(f"  {index}/{len(tasks)} {task['id']}: {len(steps)} step(s) in {plan_s[-1]:.2f} s")
+    catalog = {d.tool_name: d.to_json() for d in catalogue}
+    summary = scoring.score(tasks, predictions, catalog)
+    summary["planner"] = planner.name
+    summary["planner_errors"] = failures
+    summary["latency_s"] = {"ttft": _stats(ttft), "plan": _stats(plan_s)}
+    summary["predictions"] = predictions
+    return summary
+
+
+def _stats(samples: list[float]) -> dict[str, float | None]:
+    if not samples:
+        return {"median": None, "p90": None, "n": 0}
+    ordered = sorted(samples)
+    return {
+        "median": round(statistics.median(ordered), 3),
+        "p90": round(ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))], 3),
+        "n": len(ordered),
+    }

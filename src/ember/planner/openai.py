@@ -1,0 +1,125 @@
+"""A planner on any OpenAI-compatible server (vLLM, SGLang, llama.cpp's server, Ollama): how a
+GPU cluster plugs in. Streams the chat completion and yields each step as its JSON closes; the
+output is constrained with a JSON Schema of plans over the catalogue (`response_format`)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator
+from typing import Any
+
+from ember.errors import PlanError, PlannerError
+from ember.planner.base import FirstToken, PlanEvent, PlanningTask
+from ember.planner.llama import StepStreamParser
+from ember.planner.prompt import plan_schema, system_text, user_text
+
+__all__ = ["OpenAIPlanner"]
+
+
+# How the plan's JSON Schema is sent: OpenAI's `json_schema` (vLLM, SGLang, llama.cpp's own
+# server, OpenAI), `json_object` with a `schema` (llama-cpp-python's server), or not at all.
+_FORMATS = ("json_schema", "json_object", "none")
+
+
+class OpenAIPlanner:
+    """`base_url` is the server's API root, e.g. http://127.0.0.1:8000/v1. The API key comes
+    from `api_key` or `OPENAI_API_KEY` (many local servers need none)."""
+
+    name = "openai"
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        timeout_s: float = 120.0,
+        max_tokens: int = 512,
+        response_format: str = "json_schema",
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.api_key = api_key or os.environ.get("OPENAI_API_KEY")
+        self.timeout_s = timeout_s
+        self.max_tokens = max_tokens
+        if response_format not in _FORMATS:
+            raise PlannerError(
+                f"response_format {response_format!r} is not one of {', '.join(_FORMATS)}"
+            )
+        self.response_format = response_format
+        self._client: Any = None
+
+    def _http(self) -> Any:
+        if self._client is None:
+            try:
+                import httpx
+            except ImportError:
+                raise PlannerError(
+                    'the openai planner needs httpx: pip install -e ".[remote]"'
+                ) from None
+            self._client = httpx.AsyncClient(timeout=self.timeout_s)
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    def _body(self, task: PlanningTask) -> dict[str, Any]:
+        user = user_text(task.request, task.today)
+        if task.feedback:
+            user += f"\n{task.feedback}\nWrite a new plan."
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [
+                {"role": "system", "content": system_text(task.catalogue)},
+                {"role": "user", "content": user},
+            ],
+            "stream": True,
+            "temperature": 0,
+            "max_tokens": self.max_tokens,
+        }
+        schema = plan_schema(task.catalogue)
+        if self.response_format == "json_schema":
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "plan", "schema": schema},
+            }
+        elif self.response_format == "json_object":
+            body["response_format"] = {"type": "json_object", "schema": schema}
+        return body
+
+    async def plan(self, task: PlanningTask) -> AsyncIterator[PlanEvent]:
+        import httpx
+
+        url = f"{self.base_url}/chat/completions"
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        parser = StepStreamParser()
+        first = True
+        try:
+            async with self._http().stream(
+                "POST", url, json=self._body(task), headers=headers
+            ) as response:
+                if response.status_code != 200:
+                    text = (await response.aread()).decode(errors="replace")[:300]
+                    raise PlannerError(f"{url} answered HTTP {response.status_code}: {text}")
+                async for line in response.aiter_lines():
+                    if not line.startswith("data:"):
+                        continue
+                    data = line[5:].strip()
+                    if data == "[DONE]":
+                        break
+                    choice = json.loads(data)["choices"][0]
+                    text = (choice.get("delta") or {}).get("content") or ""
+                    if text and first:
+                        first = False
+                        yield FirstToken()
+                    for step in parser.feed(text):
+                        yield step
+        except httpx.HTTPError as exc:
+            raise PlannerError(f"cannot reach the model server at {url}: {exc}") from None
+        except PlanError as exc:
+            raise PlannerError(f"the model wrote an invalid step: {exc}") from None
+        if not parser.text.rstrip().endswith("}"):
+            raise PlannerError(f"the model's plan is incomplete: {parser.text[-200:]!r}")
