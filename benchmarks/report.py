@@ -1,0 +1,50 @@
+"""Render a `python -m benchmarks.run --json FILE` result as Markdown tables for docs/benchmarks.md.
+
+python -m benchmarks.report bench-out/all.json
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+
+def render(report: dict[str, Any]) -> str:
+    machine = report["machine"]
+    lines = [
+        f"Machine: {machine['cpu']}, {machine['cores']} cores, Python {machine['python']}, "
+        f"{machine['system']} (load average {machine['load_avg_1m']:.2f} at the start).",
+        f"Command: `{report['command']}`",
+    ]
+    for suite, rows in report["suites"].items():
+        lines += [
+            "",
+            f"### {suite}",
+            "",
+            "| benchmark | median us | p99 us | x floor | target |",
+            "|---|---:|---:|---:|---|",
+        ]
+        for row in rows:
+            if "skipped" in row:
+                lines.append(f"| {row['name']} | skipped: {row['skipped']} | | | |")
+                continue
+            ratio = f"{row['ratio_to_floor']:.2f}" if "ratio_to_floor" in row else "floor"
+            target = ""
+            if "meets_target" in row:
+                goal = (
+                    f"<= {row['target_us']:,.0f} us"
+                    if "target_us" in row
+                    else f"<= {row['target_ratio']:.2f} x floor"
+                )
+                target = f"{goal}: {'pass' if row['meets_target'] else '**not met**'}"
+            lines.append(
+                f"| {row['name']} | {row['median_us']:,.2f} | {row['p99_us']:,.2f} | "
+                f"{ratio} | {target} |"
+            )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    with open(sys.argv[1]) as handle:
+        print(render(json.load(handle)))
