@@ -363,3 +363,179 @@ class _WholePlan:
         items = [item async for item in self.inner.plan(task)]
         for item in items:
             yield item
+
+
+# -- transports: one no-op tool call ---------------------------------------------------------------
+
+
+def _wait_for(check: Callable[[], bool], process: Any) -> None:
+    deadline = time.monotonic() + 30
+    while not check():
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError("the server did not start")
+        time.sleep(0.02)
+
+
+def _port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _listening(port: int) -> Callable[[], bool]:
+    import socket
+
+    def check() -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return True
+        except OSError:
+            return False
+
+    return check
+
+
+def _serve(args: list[str], check: Callable[[], bool]) -> Any:
+    import subprocess
+    import sys
+
+    process = subprocess.Popen([sys.executable, "-m", *args])
+    _wait_for(check, process)
+    return process
+
+
+def transport_inproc(n: int) -> Samples:
+    """The registry's in-process call of the no-op tool (validation included)."""
+    from benchmarks.bench_tools import noop
+    from ember import ToolRegistry
+
+    registry = ToolRegistry()
+    registry.register(noop)
+
+    async def main() -> Samples:
+        samples = []
+        for _ in range(n):
+            start = time.perf_counter()
+            await registry.call("noop", {}, idempotency_key="k")
+            samples.append(time.perf_counter() - start)
+        return samples
+
+    return asyncio.run(main())
+
+
+def _remote_calls(transport: Any, n: int) -> Samples:
+    async def main() -> Samples:
+        await transport.list_tools()
+        samples = []
+        for _ in range(n):
+            start = time.perf_counter()
+            await transport.call("noop", {}, idempotency_key="k")
+            samples.append(time.perf_counter() - start)
+        await transport.aclose()
+        return samples
+
+    return asyncio.run(main())
+
+
+def transport_uds(n: int) -> Samples:
+    """`tools/call` to `ember tools serve` on a Unix socket (a persistent connection)."""
+    from ember.tools.remote import UdsTransport
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = str(Path(tmp) / "t.sock")
+        host = _serve(
+            ["ember.cli", "tools", "serve", "benchmarks/bench_tools.py", "--uds", path],
+            lambda: Path(path).exists(),
+        )
+        try:
+            return _remote_calls(UdsTransport(path), n)
+        finally:
+            host.terminate()
+            host.wait()
+
+
+def transport_http(n: int) -> Samples:
+    """`tools/call` to `ember tools serve` over HTTP/1.1 keep-alive (httpx)."""
+    from ember.tools.remote import HttpTransport
+
+    port = _port()
+    host = _serve(
+        ["ember.cli", "tools", "serve", "benchmarks/bench_tools.py", "--http", f"127.0.0.1:{port}"],
+        _listening(port),
+    )
+    try:
+        return _remote_calls(HttpTransport(f"http://127.0.0.1:{port}/mcp"), n)
+    finally:
+        host.terminate()
+        host.wait()
+
+
+def floor_uds_echo(n: int) -> Samples:
+    """A raw newline echo over a Unix socket, asyncio on both sides."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = str(Path(tmp) / "f.sock")
+        server = _serve(["benchmarks.floors", "uds", path], lambda: Path(path).exists())
+
+        async def main() -> Samples:
+            reader, writer = await asyncio.open_unix_connection(path)
+            message = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"noop"}}\n'
+            samples = []
+            for _ in range(n):
+                start = time.perf_counter()
+                writer.write(message)
+                await writer.drain()
+                await reader.readline()
+                samples.append(time.perf_counter() - start)
+            writer.close()
+            return samples
+
+        try:
+            return asyncio.run(main())
+        finally:
+            server.terminate()
+            server.wait()
+
+
+def floor_http_keepalive(n: int) -> Samples:
+    """A raw keep-alive POST with httpx to a minimal asyncio HTTP server."""
+    import httpx
+
+    port = _port()
+    server = _serve(["benchmarks.floors", "http", str(port)], _listening(port))
+
+    async def main() -> Samples:
+        samples = []
+        async with httpx.AsyncClient() as client:
+            for _ in range(n):
+                start = time.perf_counter()
+                response = await client.post(f"http://127.0.0.1:{port}/", content=b"{}")
+                response.json()
+                samples.append(time.perf_counter() - start)
+        return samples
+
+    try:
+        return asyncio.run(main())
+    finally:
+        server.terminate()
+        server.wait()
+
+
+def transport_mcp_stdio(n: int) -> Samples:
+    """`tools/call` to an MCP server written with the official SDK, over stdio."""
+    import sys
+
+    from ember.tools.mcp import McpStdioTransport
+
+    async def main() -> Samples:
+        async with McpStdioTransport(sys.executable, ["benchmarks/mcp_noop_server.py"]) as mcp:
+            await mcp.list_tools()
+            samples = []
+            for _ in range(n):
+                start = time.perf_counter()
+                await mcp.call("noop", {}, idempotency_key="k")
+                samples.append(time.perf_counter() - start)
+            return samples
+
+    return asyncio.run(main())

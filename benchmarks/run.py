@@ -85,6 +85,20 @@ SUITES: dict[str, list[Row]] = {
         Row("validate.jsonschema_rs", "validate_jsonschema_rs", None, 50000),
         Row("validate.fastjsonschema", "validate_fastjsonschema", "validate.jsonschema_rs", 50000),
     ],
+    "transports": [
+        Row("transport.inproc", "transport_inproc", None, 20000),
+        Row("transport.floor.uds_echo", "floor_uds_echo", None, 5000),
+        Row("transport.uds", "transport_uds", "transport.floor.uds_echo", 5000, target_us=100.0),
+        Row("transport.mcp_stdio", "transport_mcp_stdio", "transport.floor.uds_echo", 1000),
+        Row("transport.floor.http_keepalive", "floor_http_keepalive", None, 3000),
+        Row(
+            "transport.http",
+            "transport_http",
+            "transport.floor.http_keepalive",
+            3000,
+            target_us=1000.0,
+        ),
+    ],
     "executor": [
         Row("fanout10x50ms.floor.gather", "floor_gather_fanout", None, 30),
         Row(

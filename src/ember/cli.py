@@ -119,9 +119,21 @@ def _add_run_command(commands: Any) -> None:
 
 
 def _add_tools_command(commands: Any) -> None:
-    tools = commands.add_parser("tools", help="list the registered tools")
+    tools = commands.add_parser("tools", help="list the registered tools, or serve some")
     tools.add_argument("--json", action="store_true", help="print the full descriptors")
     tools.set_defaults(handler=_cmd_tools)
+    serve = tools.add_subparsers(metavar="SUBCOMMAND").add_parser(
+        "serve", help="host the @tool functions of a Python file or module (MCP method names)"
+    )
+    serve.add_argument("source", help="a .py file or an importable module")
+    serve.add_argument("--uds", help="listen on this Unix socket path")
+    serve.add_argument("--http", help="listen on HOST:PORT (POST /mcp, GET /health)")
+    serve.add_argument(
+        "--stdio",
+        action="store_true",
+        help="answer on stdin/stdout (how MCP clients start a server)",
+    )
+    serve.set_defaults(handler=_cmd_tools_serve)
 
 
 def _add_journal_commands(commands: Any) -> None:
@@ -372,6 +384,31 @@ def _cmd_tools(args: argparse.Namespace) -> int:
     for registered in registry:
         d = registered.descriptor
         print(f"{d.tool_name:<24} {d.execution_mode.value:<6} {registered.source:<8} {d.summary}")
+    return 0
+
+
+def _cmd_tools_serve(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from ember.errors import UserError
+    from ember.tools.host import ToolHost, load_tools, serve
+
+    if not (args.uds or args.http or args.stdio):
+        raise UserError("say where to listen: --uds PATH, --http HOST:PORT and/or --stdio")
+    registry = load_tools(args.source)
+    where = " and ".join(
+        w
+        for w in (
+            args.uds and f"unix:{args.uds}",
+            args.http and f"http://{args.http}/mcp",
+            args.stdio and "stdio",
+        )
+        if w
+    )
+    print(
+        f"serving {len(registry)} tools from {args.source} on {where}", file=sys.stderr, flush=True
+    )
+    asyncio.run(serve(ToolHost(registry), uds=args.uds, http=args.http, stdio=args.stdio))
     return 0
 
 

@@ -1,0 +1,87 @@
+"""Tools from any MCP server over stdio, through the official `mcp` SDK (the `mcp` extra).
+
+```python
+async with McpStdioTransport("python", ["server.py"]) as mcp:
+    await register_remote(registry, mcp)      # every tool the server lists
+    ...                                       # runs use them like any other tool
+```
+
+Open and close the transport in the same task (the SDK's streams are bound to it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from typing import Any
+
+from ember.errors import ToolCallError, ToolDefinitionError
+from ember.tools.descriptor import ToolDescriptor
+from ember.tools.transport import ToolResult
+from ember.tools.wire import descriptor_from_mcp
+
+__all__ = ["McpStdioTransport"]
+
+
+class McpStdioTransport:
+    """An MCP server started as a child process, spoken to over its stdin/stdout."""
+
+    def __init__(
+        self, command: str, args: list[str] | None = None, *, env: dict[str, str] | None = None
+    ) -> None:
+        self.command = command
+        self.args = args or []
+        self.env = env
+        self.where = f"mcp:{command} {' '.join(self.args)}".strip()
+        self._stack: contextlib.AsyncExitStack | None = None
+        self._session: Any = None
+
+    async def __aenter__(self) -> McpStdioTransport:
+        try:
+            from mcp import ClientSession, StdioServerParameters
+            from mcp.client.stdio import stdio_client
+        except ImportError:
+            raise ToolDefinitionError('MCP servers need the SDK: pip install -e ".[mcp]"') from None
+        self._stack = contextlib.AsyncExitStack()
+        params = StdioServerParameters(command=self.command, args=self.args, env=self.env)
+        read, write = await self._stack.enter_async_context(stdio_client(params))
+        self._session = await self._stack.enter_async_context(ClientSession(read, write))
+        await self._session.initialize()
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._stack is not None:
+            stack, self._stack, self._session = self._stack, None, None
+            await stack.aclose()
+
+    async def list_tools(self) -> list[ToolDescriptor]:
+        listed = await self._live().list_tools()
+        return [
+            descriptor_from_mcp(tool.model_dump(by_alias=True, exclude_none=True))
+            for tool in listed.tools
+        ]
+
+    async def call(self, tool: str, args: dict[str, Any], *, idempotency_key: str) -> ToolResult:
+        try:
+            result = await self._live().call_tool(
+                tool, args, meta={"ember/idempotency_key": idempotency_key}
+            )
+        except Exception as exc:  # the SDK raises its own errors for protocol failures
+            raise ToolCallError(tool, f"{self.where}: {exc}") from exc
+        text = " ".join(getattr(block, "text", "") for block in result.content)
+        if result.is_error:
+            raise ToolCallError(tool, text or "the MCP tool failed")
+        if result.structured_content is not None:
+            return ToolResult(result.structured_content, 0.0)
+        try:
+            return ToolResult(json.loads(text), 0.0)
+        except json.JSONDecodeError:
+            return ToolResult(text, 0.0)
+
+    def _live(self) -> Any:
+        if self._session is None:
+            raise ToolCallError("mcp", f"{self.where} is not open: use `async with` first")
+        return self._session
