@@ -10,7 +10,7 @@ import argparse
 import contextlib
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ember.executor import RunResult, Runtime
     from ember.journal import Event, SQLiteJournal
     from ember.planner import Planner
+    from ember.tools.registry import RegisteredTool, ToolRegistry
 
 EXAMPLE = (
     "Check the weather in Paris tomorrow, book the cheapest hotel there for 2 nights and "
@@ -60,6 +61,9 @@ def _parser() -> argparse.ArgumentParser:
         "graph of tool calls, run in parallel, journaled durably, timed layer by layer.",
     )
     parser.add_argument("--version", action="version", version=f"ember {__version__}")
+    parser.add_argument(
+        "--config", help="tool sources and settings (default: ./ember.toml, or $EMBER_CONFIG)"
+    )
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
 
     _add_run_command(commands)
@@ -242,43 +246,69 @@ def _db_option(parser: argparse.ArgumentParser) -> None:
 def _cmd_run(args: argparse.Namespace) -> int:
     import asyncio
 
+    async def main(journal: SQLiteJournal) -> RunResult:
+        async with _open_runtime(args, journal, args.planner) as runtime:
+            return await runtime.run(args.task, today=args.today)
+
     with _journal(args) as journal:
-        runtime = _runtime(args, journal, args.planner)
-        result = asyncio.run(runtime.run(args.task, today=args.today))
+        result = asyncio.run(main(journal))
     return _report(args, result)
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    from ember.config import Settings
+
+    return Settings.load(_db(args), getattr(args, "config", None))
 
 
 @contextlib.contextmanager
 def _journal(args: argparse.Namespace) -> Iterator[SQLiteJournal]:
-    from ember.config import Settings
     from ember.journal import SQLiteJournal
 
-    journal = SQLiteJournal(Settings.load(_db(args)).db)
+    journal = SQLiteJournal(_settings(args).db)
     try:
         yield journal
     finally:
         journal.close()
 
 
-def _runtime(args: argparse.Namespace, journal: SQLiteJournal, planner: str | None) -> Runtime:
-    """The demo tools, the journal (showing progress on stderr), and a planner if one is named."""
-    from ember.config import Settings
+@contextlib.asynccontextmanager
+async def _open_tools(args: argparse.Namespace) -> AsyncIterator[ToolRegistry]:
+    """The demo tools (unless the config turns them off) and the config's tool sources."""
+    from ember.tools.demo import DemoWorld, demo_registry
+    from ember.tools.registry import ToolRegistry
+    from ember.tools.sources import open_tool_sources
+
+    settings = _settings(args)
+    registry = (
+        demo_registry(DemoWorld(settings.demo_dir)) if settings.demo_tools else ToolRegistry()
+    )
+    async with open_tool_sources(registry, settings.tools):
+        yield registry
+
+
+@contextlib.asynccontextmanager
+async def _open_runtime(
+    args: argparse.Namespace, journal: SQLiteJournal, planner: str | None
+) -> AsyncIterator[Runtime]:
+    """The tools, the journal (showing progress on stderr), and a planner if one is named."""
     from ember.executor import Runtime
     from ember.journal.observed import ObservedJournal
-    from ember.tools.demo import DemoWorld, demo_registry
 
-    registry = demo_registry(DemoWorld(Settings.load(_db(args)).demo_dir))
-    observed = ObservedJournal(journal, _Progress().show)
-    return Runtime(registry, _planner(args, planner) if planner else None, observed)
+    async with _open_tools(args) as registry:
+        observed = ObservedJournal(journal, _Progress().show)
+        runtime = Runtime(registry, _planner(args, planner) if planner else None, observed)
+        try:
+            yield runtime
+        finally:
+            runtime.close()
 
 
 def _report(args: argparse.Namespace, result: RunResult) -> int:
     if args.json:
         print(json.dumps(result.to_json(), ensure_ascii=False))
     else:
-        from ember.config import Settings
-
-        _print_result(result, Settings.load(_db(args)))
+        _print_result(result, _settings(args))
     if result.status != "succeeded":
         print(f"ember: run {result.run_id} {result.status}: {result.error}", file=sys.stderr)
         return 1
@@ -373,17 +403,20 @@ def _print_result(result: RunResult, settings: Settings) -> None:
 
 
 def _cmd_tools(args: argparse.Namespace) -> int:
-    from ember.config import Settings
-    from ember.tools.demo import DemoWorld, demo_registry
+    import asyncio
 
-    registry = demo_registry(DemoWorld(Settings.load(_db(args)).demo_dir))
+    async def listing() -> list[RegisteredTool]:
+        async with _open_tools(args) as registry:
+            return list(registry)
+
+    registry = asyncio.run(listing())
     if args.json:
         descriptors = [dict(t.descriptor.to_json(), source=t.source) for t in registry]
         print(json.dumps(descriptors, indent=2, ensure_ascii=False))
         return 0
     for registered in registry:
         d = registered.descriptor
-        print(f"{d.tool_name:<24} {d.execution_mode.value:<6} {registered.source:<8} {d.summary}")
+        print(f"{d.tool_name:<24} {d.execution_mode.value:<6} {registered.source:<8}  {d.summary}")
     return 0
 
 
@@ -457,11 +490,17 @@ def _cmd_resume(args: argparse.Namespace) -> int:
 
             state = fold(run_id, journal.read(run_id))
             planner_name = None if state.plan_done else (args.planner or state.planner)
-            runtime = _runtime(args, journal, planner_name)
             print(f"resuming {run_id}", file=sys.stderr)
-            result = asyncio.run(runtime.resume(run_id))
+            result = asyncio.run(_resume(args, journal, planner_name, run_id))
             worst = max(worst, _report(args, result))
     return worst
+
+
+async def _resume(
+    args: argparse.Namespace, journal: SQLiteJournal, planner: str | None, run_id: str
+) -> RunResult:
+    async with _open_runtime(args, journal, planner) as runtime:
+        return await runtime.resume(run_id)
 
 
 def _owner_alive(journal: SQLiteJournal, run_id: str) -> bool:

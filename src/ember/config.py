@@ -1,4 +1,20 @@
-"""Where ember keeps its data, from the environment and XDG defaults (a typed settings object)."""
+"""ember's settings: where data lives (environment and XDG defaults) and where tools come from
+(`ember.toml`). A typed settings object, not a dict passed through the core.
+
+```toml
+# ember.toml (the current directory's, or --config PATH, or $EMBER_CONFIG)
+demo_tools = true                               # the 14 demo tools (default: true)
+
+[[tools]]
+module = "mycompany.tools"                      # @tool functions of a module or .py file
+[[tools]]
+uds = "/run/ember/plc-tools.sock"               # an `ember tools serve --uds` host
+[[tools]]
+http = "http://10.0.0.5:8700/mcp"               # an `ember tools serve --http` host
+[[tools]]
+mcp = { command = "npx", args = ["-y", "@modelcontextprotocol/server-filesystem", "/srv"] }
+```
+"""
 
 from __future__ import annotations
 
@@ -8,20 +24,79 @@ from pathlib import Path
 import msgspec
 import platformdirs
 
-__all__ = ["Settings"]
+from ember.errors import UserError
+
+__all__ = ["McpCommand", "Settings", "ToolSource"]
+
+
+class McpCommand(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    command: str
+    args: list[str] = []
+    env: dict[str, str] | None = None
+
+
+class ToolSource(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Exactly one of: an in-process module, a Unix-socket host, an HTTP host, an MCP server."""
+
+    module: str | None = None
+    uds: str | None = None
+    http: str | None = None
+    mcp: McpCommand | None = None
+
+    @property
+    def kinds(self) -> list[str]:
+        return [k for k in ("module", "uds", "http", "mcp") if getattr(self, k) is not None]
+
+
+class _File(msgspec.Struct, forbid_unknown_fields=True):
+    demo_tools: bool = True
+    tools: list[ToolSource] = []
 
 
 class Settings(msgspec.Struct, frozen=True):
     """`db`: the journal (`--db`, else `EMBER_DB`, else `~/.local/share/ember/ember.db`).
-    `demo_dir`: the demo tools' world (`EMBER_DEMO_DIR`, else `~/.local/share/ember/demo`)."""
+    `demo_dir`: the demo tools' world (`EMBER_DEMO_DIR`, else `~/.local/share/ember/demo`).
+    `demo_tools`, `tools`: from the config file, if there is one."""
 
     db: Path
     demo_dir: Path
+    demo_tools: bool = True
+    tools: tuple[ToolSource, ...] = ()
+    config: Path | None = None
 
     @classmethod
-    def load(cls, db: str | None = None) -> Settings:
+    def load(cls, db: str | None = None, config: str | None = None) -> Settings:
         data = Path(platformdirs.user_data_dir("ember"))
+        path = _config_path(config)
+        parsed = _read(path) if path else _File()
         return cls(
             db=Path(db or os.environ.get("EMBER_DB") or data / "ember.db").expanduser(),
             demo_dir=Path(os.environ.get("EMBER_DEMO_DIR") or data / "demo").expanduser(),
+            demo_tools=parsed.demo_tools,
+            tools=tuple(parsed.tools),
+            config=path,
         )
+
+
+def _config_path(given: str | None) -> Path | None:
+    if given or os.environ.get("EMBER_CONFIG"):
+        path = Path(given or os.environ["EMBER_CONFIG"]).expanduser()
+        if not path.is_file():
+            raise UserError(f"no config file at {path}")
+        return path
+    local = Path("ember.toml")
+    return local if local.is_file() else None
+
+
+def _read(path: Path) -> _File:
+    try:
+        parsed = msgspec.toml.decode(path.read_bytes(), type=_File)
+    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        raise UserError(f"{path}: {exc}") from None
+    for index, source in enumerate(parsed.tools):
+        if len(source.kinds) != 1:
+            raise UserError(
+                f"{path}: tools[{index}] must set exactly one of module, uds, http, mcp "
+                f"(it sets {', '.join(source.kinds) or 'none'})"
+            )
+    return parsed
