@@ -95,7 +95,7 @@ def test_list_and_call_over_uds_and_http(host: Host) -> None:
     async def main() -> None:
         for transport in _transports(host):
             tools = {d.tool_name: d for d in await transport.list_tools()}
-            assert list(tools) == ["add", "echo", "nap", "broken", "noop"]  # definition order
+            assert list(tools) == ["add", "echo", "nap", "broken", "noop", "render", "trace"]
             assert tools["add"].idempotent
             assert tools["add"].parameters["properties"]["a"]["description"] == "The first."
             result = await transport.call("add", {"a": 2, "b": 3}, idempotency_key="k")
@@ -121,7 +121,7 @@ def test_a_plan_runs_on_remote_tools(host: Host) -> None:
     async def main() -> Any:
         registry = ToolRegistry()
         transport = UdsTransport(host.uds)
-        assert await register_remote(registry, transport) == 5
+        assert await register_remote(registry, transport) == 7
         plan = Plan(
             [
                 Step(1, "add", {"a": 1, "b": 2}),
@@ -162,7 +162,7 @@ def test_a_host_killed_mid_call_fails_the_step_clearly(host: Host) -> None:
 def test_health_and_bad_http(host: Host) -> None:
     import httpx
 
-    assert httpx.get(f"http://127.0.0.1:{host.port}/health").json()["tools"] == 5
+    assert httpx.get(f"http://127.0.0.1:{host.port}/health").json()["tools"] == 7
     assert httpx.get(f"http://127.0.0.1:{host.port}/nope").status_code == 404
     reply = httpx.post(host.url, content=b"{not json").json()
     assert reply["error"]["code"] == -32700
@@ -230,3 +230,37 @@ def test_fuzzed_messages_always_get_a_well_formed_answer(raw: bytes) -> None:
     answer = json.loads(reply)
     assert answer["jsonrpc"] == "2.0"
     assert ("result" in answer) != ("error" in answer)
+
+
+def test_async_tools_run_as_jobs_and_reattach_after_a_runtime_restart(host: Host) -> None:
+    from ember.journal import StepJob, fold, idempotency_key
+    from ember.tools.context import traceparent
+
+    journal = MemoryJournal()
+
+    async def main() -> Any:
+        registry = ToolRegistry()
+        transport = UdsTransport(host.uds)
+        await register_remote(registry, transport)
+        plan = Plan([Step(1, "render", {"title": "q1"}), Step(2, "trace", {})])
+        first = await Runtime(registry, ScriptedPlanner({"go": plan}), journal).run(
+            "go", run_id="r-j"
+        )
+        # a crash after submitting: a new runtime finds the handle in the journal and waits on it
+        key = idempotency_key("r-x", 1, "render", {"title": "q2"})
+        handle = await transport.submit("render", {"title": "q2"}, idempotency_key=key)
+        again = await transport.submit("render", {"title": "q2"}, idempotency_key=key)
+        waited = await transport.wait("render", handle)
+        await transport.aclose()
+        return first, handle, again, waited
+
+    first, handle, again, waited = asyncio.run(main())
+    assert first.status is RunStatus.SUCCEEDED
+    assert first.steps[0].result == {"path": "/reports/q1.md"}
+    assert first.steps[1].result == {"traceparent": traceparent("r-j", 2)}
+    assert [e.handle for e in journal.events if isinstance(e, StepJob)] == [
+        fold("r-j", journal.events).steps[1].job
+    ]
+    assert again == handle  # the same key: the same job, not a second one
+    assert waited.value == {"path": "/reports/q2.md"}
+    assert host.calls.read_text().splitlines().count("render q2") == 1

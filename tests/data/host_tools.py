@@ -10,6 +10,7 @@ import msgspec
 
 from ember import tool
 from ember.errors import ToolCallError
+from ember.tools.context import current_step
 
 CALLS = os.environ.get("EMBER_TEST_CALLS", "")  # a file each call appends its key to
 
@@ -50,3 +51,19 @@ def broken(x: int) -> int:
 @tool(inline=True)
 def noop() -> None:
     """Does nothing: the benchmark's tool."""
+
+
+@tool(execution_mode="async", idempotent=True)
+async def render(title: str) -> dict[str, str]:
+    """A slow job: renders a document."""
+    await asyncio.sleep(0.3)
+    if CALLS:
+        with open(CALLS, "a") as log:
+            log.write(f"render {title}\n")
+    return {"path": f"/reports/{title}.md"}
+
+
+@tool(inline=True)
+def trace() -> dict[str, str]:
+    """The trace context the call arrived with."""
+    return {"traceparent": current_step().traceparent}

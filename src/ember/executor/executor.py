@@ -54,7 +54,7 @@ from ember.planner.base import FirstToken, PlanEvent
 from ember.planner.check import check_reference_paths, check_step
 from ember.planner.plan import Step, find_cycle, resolve
 from ember.telemetry.latency import LatencyRecorder
-from ember.tools.context import StepContext, _current
+from ember.tools.context import StepContext, _current, traceparent
 from ember.tools.descriptor import ExecutionMode, Risk, ToolDescriptor
 from ember.tools.registry import RegisteredTool, ToolRegistry
 from ember.tools.transport import JobTransport, ToolResult
@@ -297,7 +297,14 @@ class RunExecution:
         future: asyncio.Future[ToolResult] = asyncio.get_running_loop().create_future()
         self._calls[_call_key(step.tool, args)] = future
         context = StepContext(
-            self.run_id, step.id, key, intent_at, self.wall, self.sleep, self.pool
+            self.run_id,
+            step.id,
+            key,
+            intent_at,
+            self.wall,
+            self.sleep,
+            self.pool,
+            traceparent(self.run_id, step.id),
         )
         try:
             outcome, job_persist = await self._call(step, registered, args, context, record)

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import hashlib
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
 
 import msgspec
 
-__all__ = ["StepContext", "current_executor", "current_step"]
+__all__ = ["StepContext", "current_executor", "current_step", "traceparent"]
 
 
 class StepContext(msgspec.Struct, frozen=True):
@@ -26,6 +27,7 @@ class StepContext(msgspec.Struct, frozen=True):
     wall: Callable[[], float] = time.time
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     executor: Executor | None = None  # the runtime's thread pool for blocking tools
+    traceparent: str = ""  # W3C trace context: the run is the trace, the step a span in it
 
 
 _current: contextvars.ContextVar[StepContext] = contextvars.ContextVar("ember_step")
@@ -34,6 +36,13 @@ _current: contextvars.ContextVar[StepContext] = contextvars.ContextVar("ember_st
 def current_step() -> StepContext:
     """The context of the tool call in progress; LookupError outside one."""
     return _current.get()
+
+
+def traceparent(run_id: str, step_id: int) -> str:
+    """The W3C `traceparent` of a step: trace id from the run, span id from the step."""
+    digest = hashlib.sha256(run_id.encode()).hexdigest()
+    span = hashlib.sha256(f"{run_id}:{step_id}".encode()).hexdigest()
+    return f"00-{digest[:32]}-{span[:16]}-01"
 
 
 def current_executor() -> Executor | None:

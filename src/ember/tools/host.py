@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
+import os
+import time
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from ember.errors import ArgumentError, ToolCallError, UnknownToolError
+from ember.tools.context import StepContext, _current
 from ember.tools.registry import ToolRegistry
 from ember.tools.wire import (
     INVALID_PARAMS,
@@ -40,6 +44,7 @@ class ToolHost:
         self.name = name
         self._tools = {"tools": [descriptor_to_mcp(t.descriptor) for t in registry]}
         self._in_flight: set[asyncio.Task[Any]] = set()
+        self._jobs: dict[str, asyncio.Future[dict[str, Any]]] = {}
 
     async def handle(self, raw: bytes) -> bytes | None:
         """The encoded answer to one message (None for a notification)."""
@@ -74,6 +79,10 @@ class ToolHost:
             return self._tools
         if method == "tools/call":
             return await self._call(params)
+        if method == "ember/jobs/submit":
+            return await self._submit(params)
+        if method == "ember/jobs/result":
+            return await self._result(params)
         if method == "initialize":  # optional in the stateless revision; answered for old clients
             requested = params.get("protocolVersion")  # tools/list and tools/call are the same
             return {  # in every version: accept the client's
@@ -101,15 +110,20 @@ class ToolHost:
             registered.validate(arguments)
         except (UnknownToolError, ArgumentError) as exc:
             raise WireError(INVALID_PARAMS, str(exc)) from None
-        key = str(meta.get("ember/idempotency_key", "")) if isinstance(meta, dict) else ""
+        meta = meta if isinstance(meta, dict) else {}
+        key = str(meta.get("ember/idempotency_key", ""))
+        context = StepContext("", 0, key, time.time(), traceparent=str(meta.get("traceparent", "")))
+        token = _current.set(context)  # the tool may read its key and trace context
         try:
             outcome = await registered.transport.call(name, arguments, idempotency_key=key)
         except ToolCallError as exc:
+            _current.reset(token)
             return {
                 "content": [{"type": "text", "text": str(exc)}],
                 "isError": True,
                 "_meta": {"ember/retryable": exc.retryable},
             }
+        _current.reset(token)
         text = json.dumps(outcome.value, ensure_ascii=False, default=str)
         result: dict[str, Any] = {
             "content": [{"type": "text", "text": text}],
@@ -119,6 +133,33 @@ class ToolHost:
         if isinstance(outcome.value, dict):
             result["structuredContent"] = outcome.value
         return result
+
+    async def _submit(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Start a job (an `async` tool's call); the same idempotency key gives the same job."""
+        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+        key = str((meta or {}).get("ember/idempotency_key") or os.urandom(8).hex())
+        handle = "job-" + hashlib.sha256(key.encode()).hexdigest()[:16]
+        if handle not in self._jobs:
+            if not isinstance(params.get("name"), str) or params["name"] not in self.registry:
+                raise WireError(INVALID_PARAMS, f"no tool named {params.get('name')!r}")
+            self._jobs[handle] = asyncio.ensure_future(self._call(params))
+        return {"handle": handle}
+
+    async def _result(self, params: dict[str, Any]) -> dict[str, Any]:
+        """A job's result, waiting up to `wait_s` seconds for it (a long poll)."""
+        job = self._jobs.get(str(params.get("handle")))
+        if job is None:
+            raise WireError(
+                INVALID_PARAMS,
+                f"unknown job {params.get('handle')!r}: this host "
+                "does not have it (it may have restarted): submit it again",
+            )
+        wait_s = params.get("wait_s", 0)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(job), float(wait_s) if wait_s else 0)
+        if not job.done():
+            return {"done": False}
+        return {"done": True, "result": job.result()}
 
     # -- servers ------------------------------------------------------------------------------
 
@@ -161,9 +202,10 @@ class ToolHost:
                 await writer.wait_closed()
 
     async def drain(self, timeout_s: float = 10.0) -> None:
-        """Wait for the connections being served to finish (graceful shutdown)."""
-        if self._in_flight:
-            await asyncio.wait(set(self._in_flight), timeout=timeout_s)
+        """Wait for the connections and jobs in progress to finish (graceful shutdown)."""
+        pending = set(self._in_flight) | {job for job in self._jobs.values() if not job.done()}
+        if pending:
+            await asyncio.wait(pending, timeout=timeout_s)
 
     async def serve_stdio(self) -> None:
         """Answer messages on stdin, one a line, on stdout, until stdin closes (MCP's stdio

@@ -14,12 +14,22 @@ from typing import Any
 import msgspec
 
 from ember.errors import ToolCallError, ToolDefinitionError
+from ember.tools.context import current_step
 from ember.tools.descriptor import ToolDescriptor
 from ember.tools.registry import ToolRegistry
 from ember.tools.transport import ToolResult
 from ember.tools.wire import MAX_MESSAGE_BYTES, descriptor_from_mcp
 
 __all__ = ["HttpTransport", "UdsTransport", "register_remote"]
+
+
+def _meta(idempotency_key: str) -> dict[str, str]:
+    meta = {"ember/idempotency_key": idempotency_key}
+    with contextlib.suppress(LookupError):
+        step = current_step()
+        if step.traceparent:
+            meta["traceparent"] = step.traceparent
+    return meta
 
 
 class _RpcTransport:
@@ -41,12 +51,11 @@ class _RpcTransport:
         return descriptors
 
     async def call(self, tool: str, args: dict[str, Any], *, idempotency_key: str) -> ToolResult:
-        params = {
-            "name": tool,
-            "arguments": args,
-            "_meta": {"ember/idempotency_key": idempotency_key},
-        }
-        result = await self._rpc("tools/call", params, tool=tool)
+        params = {"name": tool, "arguments": args, "_meta": _meta(idempotency_key)}
+        return self._decode(tool, await self._rpc("tools/call", params, tool=tool))
+
+    @staticmethod
+    def _decode(tool: str, result: dict[str, Any]) -> ToolResult:
         meta = result.get("_meta") or {}
         if result.get("isError"):
             text = " ".join(c.get("text", "") for c in result.get("content", []))
@@ -62,6 +71,21 @@ class _RpcTransport:
             except json.JSONDecodeError:
                 value = text
         return ToolResult(value, float(meta.get("ember/self_s", 0.0)))
+
+    async def submit(self, tool: str, args: dict[str, Any], *, idempotency_key: str) -> str:
+        """Start an `async` tool on the host; its handle comes back at once."""
+        params = {"name": tool, "arguments": args, "_meta": _meta(idempotency_key)}
+        result = await self._rpc("ember/jobs/submit", params, tool=tool)
+        return str(result["handle"])
+
+    async def wait(self, tool: str, handle: str) -> ToolResult:
+        """Poll the host (long polls of up to 30 s) until the job has its result."""
+        while True:
+            result = await self._rpc(
+                "ember/jobs/result", {"handle": handle, "wait_s": 30}, tool=tool
+            )
+            if result.get("done"):
+                return self._decode(tool, result["result"])
 
     async def _rpc(self, method: str, params: dict[str, Any], *, tool: str) -> dict[str, Any]:
         message = msgspec.json.encode(

@@ -14,6 +14,13 @@ Stateless, as in MCP's 2026-07-28 revision: no session and no `initialize` hands
                                            "_meta": {"ember/self_s": 0.0012}}}
 ```
 
+`async` tools (execution_mode async) are started with `ember/jobs/submit` (same params as
+tools/call; answers `{"handle"}` at once, the same handle for the same idempotency key) and
+collected with `ember/jobs/result` (`{"handle", "wait_s"}`: a long poll answering
+`{"done": false}` or `{"done": true, "result": <a tools/call result>}`), so a runtime restarted
+after a crash re-attaches to the job its journal recorded. A `traceparent` in `_meta` (W3C trace
+context: the run is the trace, the step a span) reaches the tool as `current_step().traceparent`.
+
 Protocol errors are JSON-RPC errors (parse -32700, invalid request -32600, unknown method
 -32601, invalid params -32602: unknown tool, arguments that break the schema); a tool that
 fails answers `isError: true` with its message. ember's own descriptor fields travel in `_meta`
