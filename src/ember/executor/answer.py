@@ -53,6 +53,10 @@ def _describe(result: Any) -> str:
 
 
 def _scalar(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, int | float):
+        return repr(value)
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     text = " ".join(text.split())
     return text if len(text) <= 100 else text[:97] + "..."

@@ -54,8 +54,8 @@ from ember.planner.base import FirstToken, PlanEvent
 from ember.planner.check import check_reference_paths, check_step
 from ember.planner.plan import Step, find_cycle, resolve
 from ember.telemetry.latency import LatencyRecorder
-from ember.tools.context import StepContext, _current, traceparent
-from ember.tools.descriptor import ExecutionMode, Risk, ToolDescriptor
+from ember.tools.context import StepContext, _current, trace_id
+from ember.tools.descriptor import ExecutionMode, Risk
 from ember.tools.registry import RegisteredTool, ToolRegistry
 from ember.tools.transport import JobTransport, ToolResult
 
@@ -109,6 +109,7 @@ class RunExecution:
             tool: asyncio.Semaphore(n) for tool, n in self.settings.tool_limits.items()
         }
         self._calls: dict[tuple[str, bytes], asyncio.Future[ToolResult]] = {}  # duplicate guard
+        self._trace_id = trace_id(run_id)
         self._group: asyncio.TaskGroup | None = None
 
     @property
@@ -304,7 +305,7 @@ class RunExecution:
             self.wall,
             self.sleep,
             self.pool,
-            traceparent(self.run_id, step.id),
+            f"00-{self._trace_id}-{step.id:016x}-01",
         )
         try:
             outcome, job_persist = await self._call(step, registered, args, context, record)
@@ -403,15 +404,20 @@ class RunExecution:
             limit = self._tool_limits.get(step.tool)
             async with self._limit:
                 if limit is None:
-                    return await self._attempts(step, descriptor, op), persist
+                    return await self._attempts(step, registered, op), persist
                 async with limit:
-                    return await self._attempts(step, descriptor, op), persist
+                    return await self._attempts(step, registered, op), persist
         finally:
             _current.reset(token)
 
     async def _attempts(
-        self, step: Step, descriptor: ToolDescriptor, op: Callable[[], Awaitable[ToolResult]]
+        self, step: Step, registered: RegisteredTool, op: Callable[[], Awaitable[ToolResult]]
     ) -> ToolResult:
+        descriptor = registered.descriptor
+        # An inline function blocks the loop until it returns: no timer could interrupt it.
+        inline = getattr(registered.transport, "inline", False)
+        timeout_s = None if inline else descriptor.timeout_s or self.settings.default_timeout_s
+
         def retrying(attempt: int, error: str, delay: float) -> None:
             self.journal.append_soon(
                 StepRetrying(self.run_id, self.wall(), step.id, attempt, error, delay)
@@ -420,7 +426,7 @@ class RunExecution:
         return await call_with_retries(
             op,
             tool=step.tool,
-            timeout_s=descriptor.timeout_s or self.settings.default_timeout_s,
+            timeout_s=timeout_s,
             retry=self.settings.retry,
             retry_timeouts=descriptor.idempotent,
             sleep=self.sleep,

@@ -16,7 +16,7 @@ from concurrent.futures import Executor
 
 import msgspec
 
-__all__ = ["StepContext", "current_executor", "current_step", "traceparent"]
+__all__ = ["StepContext", "current_executor", "current_step", "trace_id", "traceparent"]
 
 
 class StepContext(msgspec.Struct, frozen=True):
@@ -38,11 +38,14 @@ def current_step() -> StepContext:
     return _current.get()
 
 
+def trace_id(run_id: str) -> str:
+    """The W3C trace id of a run (32 hex digits, derived from the run id)."""
+    return hashlib.sha256(run_id.encode()).hexdigest()[:32]
+
+
 def traceparent(run_id: str, step_id: int) -> str:
-    """The W3C `traceparent` of a step: trace id from the run, span id from the step."""
-    digest = hashlib.sha256(run_id.encode()).hexdigest()
-    span = hashlib.sha256(f"{run_id}:{step_id}".encode()).hexdigest()
-    return f"00-{digest[:32]}-{span[:16]}-01"
+    """The W3C `traceparent` of a step: the run is the trace, the step id the span id."""
+    return f"00-{trace_id(run_id)}-{step_id:016x}-01"
 
 
 def current_executor() -> Executor | None:

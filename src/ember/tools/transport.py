@@ -69,7 +69,7 @@ class InprocTransport:
     ) -> None:
         self._fn = fn
         self._is_async = inspect.iscoroutinefunction(fn)
-        self._inline = inline
+        self.inline = inline  # runs on the event loop: a timeout could never interrupt it
         self._executor = executor
         self._takes_key = "idempotency_key" in inspect.signature(fn).parameters
 
@@ -80,7 +80,7 @@ class InprocTransport:
                 start = time.perf_counter()
                 value = await self._fn(**kwargs)
                 return ToolResult(value, time.perf_counter() - start)
-            if self._inline:
+            if self.inline:
                 start = time.perf_counter()
                 value = self._fn(**kwargs)
                 return ToolResult(value, time.perf_counter() - start)
