@@ -109,7 +109,7 @@ def references(value: Any) -> Iterator[Reference]:
             for match in _EMBEDDED.finditer(value):
                 path = tuple(match.group(2).split(".")[1:]) if match.group(2) else ()
                 yield Reference(int(match.group(1)), path)
-    elif isinstance(value, Mapping):
+    elif isinstance(value, dict):
         for item in value.values():
             yield from references(item)
     elif isinstance(value, list | tuple):
@@ -126,7 +126,7 @@ def lookup(result: Any, ref: Reference) -> Any:
     """The value at `ref.path` inside `result`; PlanError naming the missing segment."""
     value = result
     for depth, segment in enumerate(ref.path):
-        if isinstance(value, Mapping) and segment in value:
+        if isinstance(value, dict) and segment in value:
             value = value[segment]
         elif isinstance(value, list) and segment.isdigit() and int(segment) < len(value):
             value = value[int(segment)]
@@ -158,7 +158,7 @@ def resolve(value: Any, results: Mapping[int, Any]) -> Any:
             ),
             value,
         )
-    if isinstance(value, Mapping):
+    if isinstance(value, dict):
         return {key: resolve(item, results) for key, item in value.items()}
     if isinstance(value, list):
         return [resolve(item, results) for item in value]
@@ -175,7 +175,7 @@ def renumber(step: Step, offset: int) -> Step:
             if whole is not None:
                 return str(Reference(whole.step + offset, whole.path))
             return _EMBEDDED.sub(lambda m: f"{{${int(m.group(1)) + offset}{m.group(2)}}}", value)
-        if isinstance(value, Mapping):
+        if isinstance(value, dict):
             return {key: shift(item) for key, item in value.items()}
         if isinstance(value, list):
             return [shift(item) for item in value]
