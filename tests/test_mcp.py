@@ -70,3 +70,28 @@ def test_an_ember_tool_host_serves_the_sdk_client() -> None:
     assert not added.is_error
     assert failed.is_error
     assert failed.content[0].text == "broken: upstream 503 for 1"
+
+
+def test_streamable_http_both_ways(tmp_path: Path) -> None:
+    """The SDK's Streamable HTTP client drives an ember HTTP host, through McpHttpTransport."""
+    from ember.tools.mcp import McpHttpTransport
+
+    from .test_transports import Host
+
+    host = Host(tmp_path)
+    try:
+
+        async def main() -> Any:
+            registry = ToolRegistry()
+            async with McpHttpTransport(host.url) as server:
+                assert await register_remote(registry, server) == 7
+                plan = Plan([Step(1, "add", {"a": 20, "b": 22})])
+                return await Runtime(registry, ScriptedPlanner({"go": plan}), MemoryJournal()).run(
+                    "go"
+                )
+
+        result = asyncio.run(main())
+    finally:
+        host.stop()
+    assert result.status is RunStatus.SUCCEEDED
+    assert result.steps[0].result == {"sum": 42}

@@ -13,6 +13,8 @@ uds = "/run/ember/plc-tools.sock"               # an `ember tools serve --uds` h
 http = "http://10.0.0.5:8700/mcp"               # an `ember tools serve --http` host
 [[tools]]
 mcp = { command = "npx", args = ["-y", "@modelcontextprotocol/server-filesystem", "/srv"] }
+[[tools]]
+mcp = { url = "http://127.0.0.1:9000/mcp" }     # an MCP server over Streamable HTTP
 ```
 """
 
@@ -30,9 +32,13 @@ __all__ = ["McpCommand", "Settings", "ToolSource"]
 
 
 class McpCommand(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    command: str
+    """An MCP server to start (`command`, `args`, `env`: stdio) or to reach (`url`: Streamable
+    HTTP)."""
+
+    command: str | None = None
     args: list[str] = []
     env: dict[str, str] | None = None
+    url: str | None = None
 
 
 class ToolSource(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -94,6 +100,11 @@ def _read(path: Path) -> _File:
     except (msgspec.ValidationError, msgspec.DecodeError) as exc:
         raise UserError(f"{path}: {exc}") from None
     for index, source in enumerate(parsed.tools):
+        if source.mcp is not None and (source.mcp.command is None) == (source.mcp.url is None):
+            raise UserError(
+                f"{path}: tools[{index}].mcp needs a command (stdio) or a url "
+                "(Streamable HTTP), not both"
+            )
         if len(source.kinds) != 1:
             raise UserError(
                 f"{path}: tools[{index}] must set exactly one of module, uds, http, mcp "

@@ -1,12 +1,13 @@
-"""Tools from any MCP server over stdio, through the official `mcp` SDK (the `mcp` extra).
+"""Tools from any MCP server, over stdio or Streamable HTTP, through the official `mcp` SDK
+(the `mcp` extra).
 
 ```python
-async with McpStdioTransport("python", ["server.py"]) as mcp:
+async with McpStdioTransport("python", ["server.py"]) as mcp:    # or McpHttpTransport(url)
     await register_remote(registry, mcp)      # every tool the server lists
     ...                                       # runs use them like any other tool
 ```
 
-Open and close the transport in the same task (the SDK's streams are bound to it).
+Open and close a transport in the same task (the SDK's streams are bound to it).
 """
 
 from __future__ import annotations
@@ -20,32 +21,29 @@ from ember.tools.descriptor import ToolDescriptor
 from ember.tools.transport import ToolResult
 from ember.tools.wire import descriptor_from_mcp
 
-__all__ = ["McpStdioTransport"]
+__all__ = ["McpHttpTransport", "McpStdioTransport"]
 
 
-class McpStdioTransport:
-    """An MCP server started as a child process, spoken to over its stdin/stdout."""
+class _McpTransport:
+    """An SDK client session; subclasses say how to reach the server (`_streams`)."""
 
-    def __init__(
-        self, command: str, args: list[str] | None = None, *, env: dict[str, str] | None = None
-    ) -> None:
-        self.command = command
-        self.args = args or []
-        self.env = env
-        self.where = f"mcp:{command} {' '.join(self.args)}".strip()
+    where = "mcp"
+
+    def __init__(self) -> None:
         self._stack: contextlib.AsyncExitStack | None = None
         self._session: Any = None
 
-    async def __aenter__(self) -> McpStdioTransport:
+    def _streams(self) -> Any:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Any:
         try:
-            from mcp import ClientSession, StdioServerParameters
-            from mcp.client.stdio import stdio_client
+            from mcp import ClientSession
         except ImportError:
             raise ToolDefinitionError('MCP servers need the SDK: pip install -e ".[mcp]"') from None
         self._stack = contextlib.AsyncExitStack()
-        params = StdioServerParameters(command=self.command, args=self.args, env=self.env)
-        read, write = await self._stack.enter_async_context(stdio_client(params))
-        self._session = await self._stack.enter_async_context(ClientSession(read, write))
+        streams = await self._stack.enter_async_context(self._streams())
+        self._session = await self._stack.enter_async_context(ClientSession(streams[0], streams[1]))
         await self._session.initialize()
         return self
 
@@ -85,3 +83,37 @@ class McpStdioTransport:
         if self._session is None:
             raise ToolCallError("mcp", f"{self.where} is not open: use `async with` first")
         return self._session
+
+
+class McpStdioTransport(_McpTransport):
+    """An MCP server started as a child process, spoken to over its stdin/stdout."""
+
+    def __init__(
+        self, command: str, args: list[str] | None = None, *, env: dict[str, str] | None = None
+    ) -> None:
+        super().__init__()
+        self.command = command
+        self.args = args or []
+        self.env = env
+        self.where = f"mcp:{command} {' '.join(self.args)}".strip()
+
+    def _streams(self) -> Any:
+        from mcp import StdioServerParameters
+        from mcp.client.stdio import stdio_client
+
+        params = StdioServerParameters(command=self.command, args=self.args, env=self.env)
+        return stdio_client(params)
+
+
+class McpHttpTransport(_McpTransport):
+    """An MCP server reached over Streamable HTTP, e.g. http://127.0.0.1:8700/mcp."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__()
+        self.url = url
+        self.where = f"mcp:{url}"
+
+    def _streams(self) -> Any:
+        from mcp.client.streamable_http import streamable_http_client
+
+        return streamable_http_client(self.url)

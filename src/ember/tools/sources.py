@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Sequence
 
 from ember.config import ToolSource
 from ember.tools.host import load_tools
-from ember.tools.mcp import McpStdioTransport
+from ember.tools.mcp import McpHttpTransport, McpStdioTransport
 from ember.tools.registry import ToolRegistry
 from ember.tools.remote import HttpTransport, UdsTransport, register_remote
 
@@ -37,7 +37,12 @@ async def open_tool_sources(
                 stack.push_async_callback(http.aclose)
                 await register_remote(registry, http)
             elif source.mcp is not None:
-                mcp = McpStdioTransport(source.mcp.command, source.mcp.args, env=source.mcp.env)
+                mcp: McpStdioTransport | McpHttpTransport
+                if source.mcp.url is not None:
+                    mcp = McpHttpTransport(source.mcp.url)
+                else:
+                    assert source.mcp.command is not None  # checked when the config was read
+                    mcp = McpStdioTransport(source.mcp.command, source.mcp.args, env=source.mcp.env)
                 await stack.enter_async_context(mcp)
                 await register_remote(registry, mcp)
         yield registry
