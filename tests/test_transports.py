@@ -258,6 +258,9 @@ def test_async_tools_run_as_jobs_and_reattach_after_a_runtime_restart(host: Host
     assert first.status is RunStatus.SUCCEEDED
     assert first.steps[0].result == {"path": "/reports/q1.md"}
     assert first.steps[1].result == {"traceparent": traceparent("r-j", 2)}
+    done = next(e for e in journal.events if type(e).__struct_config__.tag == "run.done")
+    spans = {s["name"]: s["attrs"] for s in done.spans if s["layer"] == "L2"}  # type: ignore[attr-defined]
+    assert spans["step 2 trace"]["traceparent"] == traceparent("r-j", 2)  # the same trace
     assert [e.handle for e in journal.events if isinstance(e, StepJob)] == [
         fold("r-j", journal.events).steps[1].job
     ]

@@ -110,6 +110,7 @@ class RunExecution:
         }
         self._calls: dict[tuple[str, bytes], asyncio.Future[ToolResult]] = {}  # duplicate guard
         self._trace_id = trace_id(run_id)
+        recorder.trace_id = self._trace_id
         self._group: asyncio.TaskGroup | None = None
 
     @property

@@ -36,8 +36,9 @@ class Span(msgspec.Struct, frozen=True):
 class LatencyRecorder:
     """Collects one run's spans and layer totals."""
 
-    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
+    def __init__(self, clock: Callable[[], float] = time.perf_counter, trace_id: str = "") -> None:
         self.clock = clock
+        self.trace_id = trace_id  # W3C trace id: step spans carry their span id in it
         self.start = clock()
         self.spans: list[Span] = []
         self._ttft: float | None = None
@@ -76,7 +77,11 @@ class LatencyRecorder:
                 "L2",
                 self._ms(started),
                 wall * 1000,
-                {"tool_ms": self_s * 1000, "persist_ms": persist_s * 1000},
+                {
+                    "tool_ms": self_s * 1000,
+                    "persist_ms": persist_s * 1000,
+                    "traceparent": f"00-{self.trace_id}-{step_id:016x}-01" if self.trace_id else "",
+                },
             )
         )
 
