@@ -33,70 +33,51 @@ Rules:
 - One step per tool call. A later step uses an earlier step's result with a reference: the \
 string "$N.field" (step N's field; list items by index: "$1.hotels.0.hotel_id"), or "{$N.field}" \
 inside a longer text.
-- Write a step for everything the request asks: when it says to do something and then email,
-save, book or summarize the result, each of those is a step of its own.
-- Emails and files report results through references: "{$N.field}" in the body or content.
 - Add only the optional arguments the request asks for.
-- If the tools below cannot do what is asked, answer {"steps":[]}.
+- If no tool can do what is asked, answer {"steps":[]}.
 
 Tools (name(arguments) -> result fields: what it does):
 """
 
-# Worked examples (none taken from any evaluation set): one per pattern a plan can have.
-# Today is 2026-01-12, a Monday, in every one.
-_EXAMPLES: list[tuple[str, str]] = [
+_EXAMPLES = [
     (
-        "What will the weather be in Vienna the day after tomorrow?",
-        '[{"id":1,"tool":"get_weather","args":{"city":"Vienna","date":"2026-01-14"}}]',
+        "2026-01-12",
+        "How much is 80 euros in Japanese yen?",
+        [
+            {
+                "id": 1,
+                "tool": "convert_currency",
+                "args": {"amount": 80, "from_currency": "EUR", "to_currency": "JPY"},
+            }
+        ],
     ),
     (
-        "Check the forecast for Oslo on Friday and email it to lars@example.no.",
-        '[{"id":1,"tool":"get_weather","args":{"city":"Oslo","date":"2026-01-16"}},'
-        '{"id":2,"tool":"send_email","args":{"to":"lars@example.no","subject":"Oslo forecast",'
-        '"body":"Friday in Oslo: {$1.forecast}, {$1.temp_c} C."}}]',
+        "2026-01-12",
+        "Book the cheapest hotel in Berlin for 2 nights from January 20 and email "
+        "the booking reference to sam@example.org.",
+        [
+            {
+                "id": 1,
+                "tool": "search_hotels",
+                "args": {"city": "Berlin", "check_in": "2026-01-20", "nights": 2},
+            },
+            {
+                "id": 2,
+                "tool": "book_hotel",
+                "args": {"hotel_id": "$1.hotels.0.hotel_id", "check_in": "2026-01-20", "nights": 2},
+            },
+            {
+                "id": 3,
+                "tool": "send_email",
+                "args": {
+                    "to": "sam@example.org",
+                    "subject": "Hotel booking",
+                    "body": "Booked {$2.hotel_name}, reference {$2.booking_id}.",
+                },
+            },
+        ],
     ),
-    (
-        "Find the cheapest hotel in Berlin for 2 nights from January 20, book it and email the "
-        "booking reference to sam@example.org.",
-        '[{"id":1,"tool":"search_hotels","args":{"city":"Berlin","check_in":"2026-01-20","nights":2}},'
-        '{"id":2,"tool":"book_hotel","args":{"hotel_id":"$1.hotels.0.hotel_id",'
-        '"check_in":"2026-01-20","nights":2}},'
-        '{"id":3,"tool":"send_email","args":{"to":"sam@example.org","subject":"Hotel booking",'
-        '"body":"Booked {$2.hotel_name}, reference {$2.booking_id}."}}]',
-    ),
-    (
-        "Read /home/eva/letters/draft.txt, summarize it in 50 words or fewer and save the summary "
-        "to /home/eva/letters/summary.txt.",
-        '[{"id":1,"tool":"read_file","args":{"path":"/home/eva/letters/draft.txt"}},'
-        '{"id":2,"tool":"summarize_text","args":{"text":"$1.content","max_words":50}},'
-        '{"id":3,"tool":"write_file","args":{"path":"/home/eva/letters/summary.txt",'
-        '"content":"$2.summary"}}]',
-    ),
-    (
-        "Convert 250 Swiss francs to US dollars and to euros.",
-        '[{"id":1,"tool":"convert_currency","args":{"amount":250,"from_currency":"CHF",'
-        '"to_currency":"USD"}},{"id":2,"tool":"convert_currency","args":{"amount":250,'
-        '"from_currency":"CHF","to_currency":"EUR"}}]',
-    ),
-    (
-        "Look up customers C-5501 and C-5502 and email both names to team@example.com.",
-        '[{"id":1,"tool":"lookup_customer","args":{"customer_id":"C-5501"}},'
-        '{"id":2,"tool":"lookup_customer","args":{"customer_id":"C-5502"}},'
-        '{"id":3,"tool":"send_email","args":{"to":"team@example.com","subject":"Customers",'
-        '"body":"{$1.name} and {$2.name}"}}]',
-    ),
-    (
-        "List the files in /srv/invoices and extract the second one.",
-        '[{"id":1,"tool":"list_files","args":{"directory":"/srv/invoices"}},'
-        '{"id":2,"tool":"extract_invoice","args":{"path":"$1.files.1"}}]',
-    ),
-    (
-        "Put 'Team lunch' in my calendar on Wednesday.",
-        '[{"id":1,"tool":"create_calendar_event","args":{"title":"Team lunch",'
-        '"date":"2026-01-14"}}]',
-    ),
-    ("Book me a table at an Italian restaurant tonight.", "[]"),
-    ("Turn off the lights in the kitchen.", "[]"),
+    ("2026-01-12", "Order a pizza to my office.", []),
 ]
 
 
@@ -128,11 +109,10 @@ def system_text(catalogue: Sequence[ToolDescriptor]) -> str:
     tools = "\n".join(signature(tool) for tool in catalogue)
     known = {tool.tool_name for tool in catalogue}
     shots = []
-    for request, steps in _EXAMPLES:
-        if all(step["tool"] in known for step in json.loads(steps)):
-            shots.append(
-                f'Today: 2026-01-12 (Monday). Request: {request}\nPlan: {{"steps":{steps}}}'
-            )
+    for today, request, steps in _EXAMPLES:
+        if all(step["tool"] in known for step in steps):
+            plan = json.dumps({"steps": steps}, ensure_ascii=False, separators=(",", ":"))
+            shots.append(f"Today: {today}. Request: {request}\nPlan: {plan}")
     examples = "\n\nExamples:\n" + "\n".join(shots) if shots else ""
     return f"{_SYSTEM}{tools}{examples}"
 
