@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -27,4 +29,16 @@ def ember_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]
 
     return dict(
         os.environ, EMBER_DB=str(tmp_path / "ember.db"), EMBER_DEMO_DIR=str(tmp_path / "demo")
+    )
+
+
+def ember(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """Run the `ember` command line in a child process, as a user would."""
+    return subprocess.run(
+        [sys.executable, "-m", "ember.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )

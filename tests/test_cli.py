@@ -3,25 +3,14 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
+
+from .conftest import ember
 
 TRAVEL = (
     "Check the weather in Paris tomorrow, book the cheapest hotel there for 2 nights and "
     "email the booking to alice@example.com"
 )
-
-
-def ember(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ember.cli", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def test_run_scripted_json_has_every_field(ember_env: dict[str, str]) -> None:

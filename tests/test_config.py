@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -12,20 +11,10 @@ import pytest
 from ember.config import Settings
 from ember.errors import UserError
 
+from .conftest import ember
 from .test_transports import Host
 
 DATA = Path(__file__).parent / "data"
-
-
-def ember(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ember.cli", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def test_tools_from_every_kind_of_source(tmp_path: Path, ember_env: dict[str, str]) -> None:

@@ -7,7 +7,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from ember.errors import RunNotFoundError
 from ember.journal import SQLiteJournal, StepDone
 from ember.planner.plan import Step
 
+from .conftest import ember as run_ember
 from .test_recovery import crashed_journal
 
 
@@ -92,14 +92,7 @@ def test_resume_and_resolve_from_the_command_line(
     ).close()
 
     def ember(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "ember.cli", *args],
-            env=ember_env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        return run_ember(ember_env, *args)
 
     listed = ember("runs")
     assert "r-1" in listed.stdout

@@ -196,10 +196,13 @@ class ToolHost:
         except ConnectionError:
             pass
         finally:
-            self._in_flight.discard(task)
-            writer.close()
-            with contextlib.suppress(ConnectionError):
-                await writer.wait_closed()
+            await self._hang_up(task, writer)
+
+    async def _hang_up(self, task: asyncio.Task[Any], writer: asyncio.StreamWriter) -> None:
+        self._in_flight.discard(task)
+        writer.close()
+        with contextlib.suppress(ConnectionError):
+            await writer.wait_closed()
 
     async def drain(self, timeout_s: float = 10.0) -> None:
         """Wait for the connections and jobs in progress to finish (graceful shutdown)."""
@@ -247,10 +250,7 @@ class ToolHost:
         ):
             pass
         finally:
-            self._in_flight.discard(task)
-            writer.close()
-            with contextlib.suppress(ConnectionError):
-                await writer.wait_closed()
+            await self._hang_up(task, writer)
 
     async def _http_exchange(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
