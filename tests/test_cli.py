@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 from .conftest import ember
@@ -144,3 +146,61 @@ def test_failed_run_exits_1(ember_env: dict[str, str], tmp_path: Path) -> None:
 def test_help_and_version(ember_env: dict[str, str]) -> None:
     assert "run" in ember(ember_env, "--help").stdout
     assert ember(ember_env, "--version").stdout.startswith("ember 0.")
+
+
+def test_ctrl_c_cancels_the_run_and_records_every_step(
+    ember_env: dict[str, str], tmp_path: Path
+) -> None:
+    import signal
+    import time
+
+    script = tmp_path / "plans.json"
+    script.write_text(
+        json.dumps(
+            {
+                "wait": {
+                    "steps": [
+                        {"id": 1, "tool": "sleep", "args": {"seconds": 60}},
+                        {
+                            "id": 2,
+                            "tool": "get_weather",
+                            "args": {"city": "Oslo", "date": "2026-03-03"},
+                            "after": [1],
+                        },
+                    ]
+                }
+            }
+        )
+    )
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ember.cli",
+            "run",
+            "--planner",
+            "scripted",
+            "--script",
+            str(script),
+            "wait",
+        ],
+        env=ember_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while "start 1. sleep" not in (line := child.stderr.readline() if child.stderr else ""):
+        assert time.monotonic() < deadline, "the run did not start"
+        assert line or child.poll() is None
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=30)
+    assert child.returncode == 130
+    assert "interrupted" in err
+    run_id = ember(ember_env, "runs").stdout.split()[0]
+    shown = json.loads(ember(ember_env, "runs", "show", run_id, "--json").stdout)
+    assert shown["run"]["status"] == "cancelled"
+    steps = shown["run"]["steps"]
+    assert steps["1"]["status"] == "failed"
+    assert "cancelled while running" in steps["1"]["error"]
+    assert steps["2"]["status"] == "skipped"
