@@ -11,13 +11,31 @@ from typing import Any
 
 
 def render(report: dict[str, Any]) -> str:
-    machine = report["machine"]
-    lines = [
-        f"Machine: {machine['cpu']}, {machine['cores']} cores, Python {machine['python']}, "
-        f"{machine['system']} (load average {machine['load_avg_1m']:.2f} at the start).",
-        f"Command: `{report['command']}`",
-    ]
+    lines = []
+    if "machine" in report:
+        machine = report["machine"]
+        lines += [
+            f"Machine: {machine['cpu']}, {machine['cores']} cores, Python {machine['python']}, "
+            f"{machine['system']} (load average {machine['load_avg_1m']:.2f} at the start).",
+            f"Command: `{report['command']}`",
+        ]
     for suite, rows in report["suites"].items():
+        if suite == "crash":
+            lines += [
+                "",
+                "### crash",
+                "",
+                "| trial set | trials | killed | lost | duplicated | "
+                "in doubt | resume p50 / p99 ms |",
+                "|---|---:|---:|---:|---:|---:|---:|",
+            ]
+            lines += [
+                f"| {r['name']} | {r['trials']} | {r['crashed']} | {r['lost']} | "
+                f"{r['duplicated']} | {r['in_doubt']} | {r['resume_ms']['p50']} / "
+                f"{r['resume_ms']['p99']} |"
+                for r in rows
+            ]
+            continue
         lines += [
             "",
             f"### {suite}",

@@ -132,7 +132,7 @@ def measure_one(contender: str, samples: int, kwargs: dict[str, Any]) -> dict[st
 
 
 def run_row(row: Row, quick: bool) -> dict[str, Any]:
-    samples = max(50, row.samples // 10) if quick else row.samples
+    samples = max(min(row.samples, 3), row.samples // 10) if quick else row.samples
     child = subprocess.run(
         [
             sys.executable,

@@ -70,6 +70,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_tools_command(commands)
     _add_journal_commands(commands)
     _add_eval_command(commands)
+    _add_bench_command(commands)
     _add_assess_command(commands)
     return parser
 
@@ -218,6 +219,19 @@ def _add_eval_command(commands: Any) -> None:
     planner.add_argument("--json", action="store_true", help="print the summary as JSON")
     planner.add_argument("--predictions", help="also write the plans here (JSON Lines)")
     planner.set_defaults(handler=_cmd_eval_planner)
+
+
+def _add_bench_command(commands: Any) -> None:
+    bench = commands.add_parser(
+        "bench", help="measure ember against floors (and crash-test it), from a source checkout"
+    )
+    bench.add_argument(
+        "--suite", choices=["all", "layers", "executor", "transports", "crash"], default="all"
+    )
+    bench.add_argument("--quick", action="store_true", help="fewer samples and crash trials")
+    bench.add_argument("--json", action="store_true", help="print the results as JSON")
+    bench.add_argument("--out", help="write bench.json and bench.md (Markdown tables) here")
+    bench.set_defaults(handler=_cmd_bench)
 
 
 def _add_assess_command(commands: Any) -> None:
@@ -575,6 +589,68 @@ def _cmd_eval_planner(args: argparse.Namespace) -> int:
     )
     for task_id, error in summary["planner_errors"].items():
         print(f"  {task_id}: planner error: {error}")
+    return 0
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    import os
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    import ember
+    from ember.errors import UserError
+
+    root = Path(ember.__file__).resolve().parents[2]
+    if not (root / "benchmarks" / "run.py").is_file():
+        raise UserError(
+            "ember bench runs the benchmarks of a source checkout: clone ember and "
+            'install it with `pip install -e ".[embedded,dev]"`'
+        )
+    out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="ember-bench-"))
+    out.mkdir(parents=True, exist_ok=True)
+    result = out / "bench.json"
+    report: dict[str, Any] = {"suites": {}}
+    if args.suite != "crash":
+        command = [sys.executable, "-m", "benchmarks.run", "--json", str(result)]
+        command += ["--suite", args.suite] + (["--quick"] if args.quick else [])
+        stdout = sys.stderr if args.json else None  # tables to the terminal, never into JSON
+        subprocess.run(
+            command, cwd=root, check=True, stdout=stdout, env=dict(os.environ, PYTHONPATH=str(root))
+        )
+        report = json.loads(result.read_text())
+    if args.suite in ("all", "crash"):
+        from ember.chaos import run_chaos
+
+        trials = 10 if args.quick else 100
+        report["suites"]["crash"] = [
+            {
+                "name": f"crash.normal.{mode}",
+                **run_chaos(
+                    trials=trials,
+                    steps=100,
+                    durability="normal",
+                    idempotent=mode == "idempotent",
+                    seed=1,
+                ).to_json(),
+            }
+            for mode in ("idempotent", "non-idempotent")
+        ]
+        if not args.json:
+            for row in report["suites"]["crash"]:
+                print(
+                    f"{row['name']}: lost {row['lost']}, duplicated {row['duplicated']}, "
+                    f"in doubt {row['in_doubt']}, resume p50 {row['resume_ms']['p50']} ms"
+                )
+    result.write_text(json.dumps(report, indent=2))
+    if args.out:
+        sys.path.insert(0, str(root))
+        from benchmarks.report import render
+
+        (out / "bench.md").write_text(render(report) + "\n")
+        print(f"wrote {out / 'bench.json'} and {out / 'bench.md'}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(report))
     return 0
 
 
