@@ -19,7 +19,7 @@ import subprocess
 import sys
 from typing import Any, NamedTuple
 
-from benchmarks import contenders
+from benchmarks import contenders, peers
 
 
 class Row(NamedTuple):
@@ -44,6 +44,12 @@ SUITES: dict[str, list[Row]] = {
             20000,
             target_us=30.0,
         ),
+        Row(
+            "l2.peer.langgraph_chain20_per_node",
+            "langgraph_chain_step",
+            "l2.floor.asyncio_task",
+            4000,
+        ),
         Row("l3.floor.sqlite_commit_wal_normal", "floor_sqlite_commit", None, 5000),
         Row(
             "l3.ember.durable_chain20_per_step",
@@ -52,6 +58,12 @@ SUITES: dict[str, list[Row]] = {
             10000,
             {"journal": "sqlite"},
             target_us=60.0,
+        ),
+        Row(
+            "l3.peer.dbos_chain20_per_step",
+            "dbos_chain_step",
+            "l3.floor.sqlite_commit_wal_normal",
+            400,
         ),
         Row(
             "l3.ember.concurrent100_per_step",
@@ -108,6 +120,7 @@ SUITES: dict[str, list[Row]] = {
             30,
             target_ratio=1.04,
         ),
+        Row("fanout10x50ms.peer.langgraph", "langgraph_fanout", "fanout10x50ms.floor.gather", 30),
         Row("travel.whole_plan_first", "ember_streamed_plan", None, 5, {"streamed": False}),
         Row("travel.streamed", "ember_streamed_plan", "travel.whole_plan_first", 5),
     ],
@@ -121,7 +134,7 @@ def percentile(samples: list[float], q: float) -> float:
 
 def measure_one(contender: str, samples: int, kwargs: dict[str, Any]) -> dict[str, float]:
     """Runs in the child process."""
-    fn = getattr(contenders, contender)
+    fn = getattr(contenders, contender, None) or getattr(peers, contender)
     fn(max(10, samples // 20), **kwargs)  # warm-up: imports, caches, JIT-less but page-warm
     data = fn(samples, **kwargs)
     return {
