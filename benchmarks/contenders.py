@@ -539,3 +539,43 @@ def transport_mcp_stdio(n: int) -> Samples:
             return samples
 
     return asyncio.run(main())
+
+
+# -- a whole run: the four latency layers of the travel example -----------------------------------
+
+
+def run_layers(n: int, *, planner: str = "scripted") -> dict[str, Samples]:
+    """The travel example end to end on the demo tools and a real SQLite journal, in one
+    process (for `llama`: the embedded model, its prompt prefix warm): each run's L1-L4."""
+    from datetime import date
+
+    from ember import Runtime, SQLiteJournal
+    from ember.planner.scripted import DEMO_SCRIPT, ScriptedPlanner
+    from ember.tools.demo import DemoWorld, demo_registry
+
+    task = next(iter(DEMO_SCRIPT))
+    chosen: Any = ScriptedPlanner(DEMO_SCRIPT)
+    if planner == "llama":
+        from ember.planner.llama import LlamaPlanner
+
+        chosen = LlamaPlanner()
+    series: dict[str, Samples] = {
+        k: [] for k in ("l1_ttft", "l1_plan", "l2_overhead", "l3_persist", "l4_e2e")
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        journal = SQLiteJournal(Path(tmp) / "bench.db")
+        runtime = Runtime(demo_registry(DemoWorld(Path(tmp) / "demo")), chosen, journal)
+
+        async def main() -> None:
+            await runtime.run(task, today=date(2026, 3, 2))  # warm: model, prefix, caches
+            for _ in range(max(1, n)):
+                result = await runtime.run(task, today=date(2026, 3, 2))
+                for key, values in series.items():
+                    values.append(result.latency_ms[key] / 1000)
+
+        try:
+            asyncio.run(main())
+        finally:
+            journal.close()
+            runtime.close()
+    return series

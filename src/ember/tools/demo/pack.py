@@ -15,6 +15,7 @@ import hashlib
 import json
 import re
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterator
 from datetime import date
@@ -117,6 +118,7 @@ class DemoWorld:
         self.sandbox = root / "sandbox"
         self.outbox = root / "outbox"
         self._db_path = root / "world.db"
+        self._local = threading.local()
         self._seed()
 
     # -- plumbing ---------------------------------------------------------------------------
@@ -143,17 +145,19 @@ class DemoWorld:
 
     @contextlib.contextmanager
     def _connect(self, *, readonly: bool = False) -> Iterator[sqlite3.Connection]:
-        """A connection that commits on success, rolls back on error, and is always closed."""
-        if readonly:
-            db = sqlite3.connect(f"file:{self._db_path}?mode=ro", uri=True)
-        else:
-            db = sqlite3.connect(self._db_path, timeout=10, isolation_level=None)
-            db.execute("PRAGMA journal_mode=WAL")
-        try:
-            with db:
-                yield db
-        finally:
-            db.close()
+        """This thread's connection (opened once: opening costs more than most tool calls);
+        commits on success, rolls back on error."""
+        key = "ro" if readonly else "rw"
+        db: sqlite3.Connection | None = self._local.__dict__.get(key)
+        if db is None:
+            if readonly:
+                db = sqlite3.connect(f"file:{self._db_path}?mode=ro", uri=True)
+            else:
+                db = sqlite3.connect(self._db_path, timeout=10, isolation_level=None)
+                db.execute("PRAGMA journal_mode=WAL")
+            self._local.__dict__[key] = db
+        with db:
+            yield db
 
     def _real(self, path: str) -> Path:
         """Map an absolute path into the sandbox; refuse any path that would leave it."""
