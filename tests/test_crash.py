@@ -29,8 +29,9 @@ def test_sigkill_at_random_instants_never_loses_or_repeats_an_effect(idempotent:
     assert report.unfinished == 0
     if idempotent:
         assert report.in_doubt == 0
-    assert len(report.resume_samples_ms) >= 1
-    assert report.to_json()["resume_ms"]["p50"] > 0
+    resumes = report.resume_samples_ms  # how long, is for benchmarks; that they were timed, here
+    assert resumes
+    assert min(resumes) > 0
 
 
 def test_torn_wal_never_invents_or_loses_a_committed_event(tmp_path: Path) -> None:

@@ -139,5 +139,6 @@ def test_embedded_model_answers_a_single_tool_request(ember_env: dict[str, str])
         ("get_weather", {"city": "Tokyo", "date": "2026-03-03"})
     ]
     assert out["steps"][0]["result"]["city"] == "Tokyo"
-    assert out["latency_ms"]["l1_ttft"] > 0
-    assert out["latency_ms"]["l1_plan"] >= out["latency_ms"]["l1_ttft"]
+    latency = out["latency_ms"]  # measured, not judged: speed is for benchmarks/
+    assert latency["l1_ttft"] > 0
+    assert latency["l1_plan"] >= latency["l1_ttft"]
