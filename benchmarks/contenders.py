@@ -8,10 +8,11 @@ SQLite INSERT+COMMIT in WAL mode for L3.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -397,13 +398,19 @@ def _listening(port: int) -> Callable[[], bool]:
     return check
 
 
-def _serve(args: list[str], check: Callable[[], bool]) -> Any:
+@contextlib.contextmanager
+def _serving(args: list[str], check: Callable[[], bool]) -> Iterator[None]:
+    """A server child process (`python -m ARGS`), ready once `check()`, stopped on exit."""
     import subprocess
     import sys
 
     process = subprocess.Popen([sys.executable, "-m", *args])
-    _wait_for(check, process)
-    return process
+    try:
+        _wait_for(check, process)
+        yield
+    finally:
+        process.terminate()
+        process.wait()
 
 
 def transport_inproc(n: int) -> Samples:
@@ -445,15 +452,9 @@ def transport_uds(n: int) -> Samples:
 
     with tempfile.TemporaryDirectory() as tmp:
         path = str(Path(tmp) / "t.sock")
-        host = _serve(
-            ["ember.cli", "tools", "serve", "benchmarks/bench_tools.py", "--uds", path],
-            lambda: Path(path).exists(),
-        )
-        try:
+        host = ["ember.cli", "tools", "serve", "benchmarks/bench_tools.py", "--uds", path]
+        with _serving(host, lambda: Path(path).exists()):
             return _remote_calls(UdsTransport(path), n)
-        finally:
-            host.terminate()
-            host.wait()
 
 
 def transport_http(n: int) -> Samples:
@@ -461,22 +462,22 @@ def transport_http(n: int) -> Samples:
     from ember.tools.remote import HttpTransport
 
     port = _port()
-    host = _serve(
-        ["ember.cli", "tools", "serve", "benchmarks/bench_tools.py", "--http", f"127.0.0.1:{port}"],
-        _listening(port),
-    )
-    try:
+    host = [
+        "ember.cli",
+        "tools",
+        "serve",
+        "benchmarks/bench_tools.py",
+        "--http",
+        f"127.0.0.1:{port}",
+    ]
+    with _serving(host, _listening(port)):
         return _remote_calls(HttpTransport(f"http://127.0.0.1:{port}/mcp"), n)
-    finally:
-        host.terminate()
-        host.wait()
 
 
 def floor_uds_echo(n: int) -> Samples:
     """A raw newline echo over a Unix socket, asyncio on both sides."""
     with tempfile.TemporaryDirectory() as tmp:
         path = str(Path(tmp) / "f.sock")
-        server = _serve(["benchmarks.floors", "uds", path], lambda: Path(path).exists())
 
         async def main() -> Samples:
             reader, writer = await asyncio.open_unix_connection(path)
@@ -491,11 +492,8 @@ def floor_uds_echo(n: int) -> Samples:
             writer.close()
             return samples
 
-        try:
+        with _serving(["benchmarks.floors", "uds", path], lambda: Path(path).exists()):
             return asyncio.run(main())
-        finally:
-            server.terminate()
-            server.wait()
 
 
 def floor_http_keepalive(n: int) -> Samples:
@@ -503,7 +501,6 @@ def floor_http_keepalive(n: int) -> Samples:
     import httpx
 
     port = _port()
-    server = _serve(["benchmarks.floors", "http", str(port)], _listening(port))
 
     async def main() -> Samples:
         samples = []
@@ -515,11 +512,8 @@ def floor_http_keepalive(n: int) -> Samples:
                 samples.append(time.perf_counter() - start)
         return samples
 
-    try:
+    with _serving(["benchmarks.floors", "http", str(port)], _listening(port)):
         return asyncio.run(main())
-    finally:
-        server.terminate()
-        server.wait()
 
 
 def transport_mcp_stdio(n: int) -> Samples:
