@@ -82,33 +82,7 @@ def _add_run_command(commands: Any) -> None:
         description=f'Plan and run a task. Example: ember run "{EXAMPLE}"',
     )
     run.add_argument("task", help="what to do, in plain words")
-    run.add_argument(
-        "--planner",
-        choices=["llama", "scripted", "openai"],
-        default="llama",
-        help="llama: the embedded model (default); scripted: fixed demo plans; "
-        "openai: an OpenAI-compatible server",
-    )
-    run.add_argument(
-        "--model",
-        help="llama: a shipped model's name or a path to a GGUF file (default: qwen2.5-coder-0.5b)",
-    )
-    run.add_argument(
-        "--base-url",
-        help="openai: the server's API root, e.g. http://127.0.0.1:8000/v1 "
-        "(default: $EMBER_OPENAI_BASE_URL)",
-    )
-    run.add_argument(
-        "--response-format",
-        choices=["json_schema", "json_object", "none"],
-        default="json_schema",
-        help="openai: how the plan schema is sent (json_object for llama-cpp-python's server)",
-    )
-    run.add_argument(
-        "--script",
-        help="scripted: a JSON file mapping requests to plans "
-        '({"request": {"steps": [...]}}) instead of the built-in demo plans',
-    )
+    _planner_options(run, default="llama")
     run.add_argument(
         "--today",
         type=date.fromisoformat,
@@ -121,6 +95,39 @@ def _add_run_command(commands: Any) -> None:
         help="print one JSON object on stdout (progress still goes to stderr)",
     )
     run.set_defaults(handler=_cmd_run)
+
+
+def _planner_options(parser: argparse.ArgumentParser, *, default: str | None) -> None:
+    """The options that choose and configure a planner: one definition for every command."""
+    fallback = default or "the run's own"
+    parser.add_argument(
+        "--planner",
+        choices=["llama", "scripted", "openai"],
+        default=default,
+        help="llama: the embedded model; scripted: fixed plans; openai: an OpenAI-compatible "
+        f"server (default: {fallback})",
+    )
+    parser.add_argument(
+        "--model",
+        help="llama: a shipped model's name or a path to a GGUF file (default: "
+        "qwen2.5-coder-0.5b); openai: the name the server knows the model by",
+    )
+    parser.add_argument(
+        "--base-url",
+        help="openai: the server's API root, e.g. http://127.0.0.1:8000/v1 "
+        "(default: $EMBER_OPENAI_BASE_URL)",
+    )
+    parser.add_argument(
+        "--response-format",
+        choices=["json_schema", "json_object", "none"],
+        default="json_schema",
+        help="openai: how the plan schema is sent (json_object for llama-cpp-python's server)",
+    )
+    parser.add_argument(
+        "--script",
+        help="scripted: a JSON file mapping requests to plans "
+        '({"request": {"steps": [...]}}) instead of the built-in demo plans',
+    )
 
 
 def _add_tools_command(commands: Any) -> None:
@@ -175,14 +182,7 @@ def _add_journal_commands(commands: Any) -> None:
     target.add_argument(
         "--all", action="store_true", help="every interrupted run whose process is gone"
     )
-    resume.add_argument(
-        "--planner",
-        choices=["llama", "scripted"],
-        default=None,
-        help="for a run whose plan was not complete (default: the run's own)",
-    )
-    resume.add_argument("--model", help="llama: as for `ember run`")
-    resume.add_argument("--script", help="scripted: as for `ember run`")
+    _planner_options(resume, default=None)  # for a run whose plan was not complete
     _db_option(resume)
     resume.add_argument("--json", action="store_true", help="one JSON object per run")
     resume.set_defaults(handler=_cmd_resume)
@@ -212,9 +212,7 @@ def _add_eval_command(commands: Any) -> None:
     )
     planner.add_argument("--tasks", required=True, help="a task file (JSON Lines), e.g. dev.jsonl")
     planner.add_argument("--catalog", help="the tool catalogue JSON (default: the demo tools')")
-    planner.add_argument("--planner", choices=["llama", "scripted"], default="llama")
-    planner.add_argument("--model", help="llama: a shipped model's name or a GGUF path")
-    planner.add_argument("--script", help="scripted: request -> plan JSON file")
+    _planner_options(planner, default="llama")
     planner.add_argument("--limit", type=int, help="only the first N tasks")
     planner.add_argument("--json", action="store_true", help="print the summary as JSON")
     planner.add_argument("--predictions", help="also write the plans here (JSON Lines)")

@@ -68,7 +68,6 @@ class Settings(msgspec.Struct, frozen=True):
     demo_dir: Path
     demo_tools: bool = True
     tools: tuple[ToolSource, ...] = ()
-    config: Path | None = None
 
     @classmethod
     def load(cls, db: str | None = None, config: str | None = None) -> Settings:
@@ -80,7 +79,6 @@ class Settings(msgspec.Struct, frozen=True):
             demo_dir=Path(os.environ.get("EMBER_DEMO_DIR") or data / "demo").expanduser(),
             demo_tools=parsed.demo_tools,
             tools=tuple(parsed.tools),
-            config=path,
         )
 
 
