@@ -4,19 +4,31 @@ rendered in a real headless Chromium."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from ember.assess import build_report, load_scenario, render_html, sensitivity
+from ember.assess.model import DIMENSIONS
 from ember.errors import UserError
+
+from .conftest import ember
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "examples" / "assess" / "source-guide.toml"
 ARTIFACTS = ROOT / "test-artifacts"
+
+
+def one_candidate(name: str, costs: str, header: str = "") -> str:
+    """A scenario of one candidate "A" scoring 1 on every dimension, with these costs (TOML)."""
+    fit = "".join(f"{dimension} = 1\n" for dimension in DIMENSIONS)
+    return (
+        f'name = "{name}"\n{header}[[candidates]]\nname = "A"\n[candidates.fit]\n{fit}'
+        f"[candidates.costs]\n{costs}"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -61,26 +73,15 @@ def test_tco_recomputes_the_items_and_flags_the_stated_totals(report: dict) -> N
 
 def test_growth_compounds_month_by_month(tmp_path: Path) -> None:
     scenario = tmp_path / "g.toml"
-    scenario.write_text("""name = "growth"
-horizon_years = 1
-[[candidates]]
-name = "A"
-[candidates.fit]
-task_atomicity = 1
-tool_standardisation = 1
-latency_sensitivity = 1
-data_sovereignty = 1
-team_stack = 1
-budget_elasticity = 1
-[candidates.costs]
-api_monthly = 100
-growth_monthly = 0.10
-infrastructure_monthly = 0
-operations_monthly = 0
-compliance_yearly = 0
-build_one_off = 0
-stated_total = 2138.43
-""")
+    scenario.write_text(
+        one_candidate(
+            "growth",
+            "api_monthly = 100\ngrowth_monthly = 0.10\ninfrastructure_monthly = 0\n"
+            "operations_monthly = 0\ncompliance_yearly = 0\nbuild_one_off = 0\n"
+            "stated_total = 2138.43\n",
+            header="horizon_years = 1\n",
+        )
+    )
     result = build_report(load_scenario(scenario))["candidates"][0]
     assert result["tco_monthly"][:3] == [100.0, 110.0, 121.0]
     assert result["tco"]["total"] == pytest.approx(sum(100 * 1.1**m for m in range(12)), abs=0.01)
@@ -121,23 +122,11 @@ def test_sensitivity_names_the_smallest_flip() -> None:
     assert flip["to"] == pytest.approx(4.5 - 0.95 / (6 * 0.25), abs=1e-3)
 
 
-BASE = """name = "bad"
-[[candidates]]
-name = "A"
-[candidates.fit]
-task_atomicity = 1
-tool_standardisation = 1
-latency_sensitivity = 1
-data_sovereignty = 1
-team_stack = 1
-budget_elasticity = 1
-[candidates.costs]
-api_monthly = 1
-infrastructure_monthly = 0
-operations_monthly = 0
-compliance_yearly = 0
-build_one_off = 0
-"""
+BASE = one_candidate(
+    "bad",
+    "api_monthly = 1\ninfrastructure_monthly = 0\noperations_monthly = 0\n"
+    "compliance_yearly = 0\nbuild_one_off = 0\n",
+)
 
 
 @pytest.mark.parametrize(
@@ -175,25 +164,17 @@ def test_bad_input_names_the_field(tmp_path: Path, edit: tuple[str, str], messag
 
 def test_cli_json_and_files(tmp_path: Path) -> None:
     html, png = tmp_path / "r.html", tmp_path / "h.png"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ember.cli",
-            "assess",
-            str(SOURCE),
-            "--json",
-            "--html",
-            str(html),
-            "--png",
-            str(png),
-            "--svg",
-            str(tmp_path / "h.svg"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    done = ember(
+        dict(os.environ),
+        "assess",
+        str(SOURCE),
+        "--json",
+        "--html",
+        str(html),
+        "--png",
+        str(png),
+        "--svg",
+        str(tmp_path / "h.svg"),
     )
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
@@ -201,13 +182,7 @@ def test_cli_json_and_files(tmp_path: Path) -> None:
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (tmp_path / "h.svg").read_text().lstrip().startswith("<?xml")
     assert "<svg" in html.read_text()
-    bad = subprocess.run(
-        [sys.executable, "-m", "ember.cli", "assess", str(tmp_path / "none.toml")],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    bad = ember(dict(os.environ), "assess", str(tmp_path / "none.toml"))
     assert bad.returncode == 2
     assert "cannot read" in bad.stderr
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
+import os
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ from ember.planner.evaluate import evaluate_planner, load_tasks
 from ember.testing import ScriptedPlanner
 from ember.tools.demo import demo_catalog
 
-from .conftest import SHARED
+from .conftest import SHARED, ember
 
 SAMPLE = Path(__file__).parent / "data" / "tasks-sample.jsonl"
 
@@ -72,47 +71,25 @@ def test_cli_eval_planner(tmp_path: Path) -> None:
     tasks = load_tasks(SAMPLE)
     script = tmp_path / "oracle.json"
     script.write_text(json.dumps({r: p.to_json() for r, p in oracle_script(tasks).items()}))
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ember.cli",
-            "eval",
-            "planner",
-            "--tasks",
-            str(SAMPLE),
-            "--planner",
-            "scripted",
-            "--script",
-            str(script),
-            "--json",
-            "--predictions",
-            str(tmp_path / "p.jsonl"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    done = ember(
+        dict(os.environ),
+        "eval",
+        "planner",
+        "--tasks",
+        str(SAMPLE),
+        "--planner",
+        "scripted",
+        "--script",
+        str(script),
+        "--json",
+        "--predictions",
+        str(tmp_path / "p.jsonl"),
     )
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert summary["accuracy"] == 1.0
     assert summary["tasks"] == 5
     assert len((tmp_path / "p.jsonl").read_text().splitlines()) == 5
-    bad = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ember.cli",
-            "eval",
-            "planner",
-            "--tasks",
-            str(tmp_path / "none.jsonl"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    bad = ember(dict(os.environ), "eval", "planner", "--tasks", str(tmp_path / "none.jsonl"))
     assert bad.returncode == 2
     assert "cannot read tasks" in bad.stderr
