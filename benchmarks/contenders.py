@@ -92,22 +92,24 @@ def ember_l2_step(n: int) -> Samples:
     return samples[:n]
 
 
-def ember_chain_step(n: int, *, journal: str = "memory") -> Samples:
-    """A whole 20-step sequential chain, end to end, divided by 20: the per-step cost including
-    scheduling between steps, the scripted planner and (`journal="sqlite"`) durability."""
+def ember_chain_step(n: int, *, journal: str = "memory", steps: int = 20) -> Samples:
+    """A whole `steps`-step sequential chain, end to end, divided by its steps: the per-step
+    cost including scheduling between steps, the scripted planner and (`journal="sqlite"`)
+    durability."""
     return [
-        done.latency_ms["l4_e2e"] / 1000 / 20
-        for done in _chain_runs(max(1, n // 20), journal=journal)
+        done.latency_ms["l4_e2e"] / 1000 / steps
+        for done in _chain_runs(max(1, n // steps), journal=journal, steps=steps)
     ]
 
 
-def _chain_runs(runs: int, *, journal: str = "memory") -> list[Any]:
+def _chain_runs(runs: int, *, journal: str = "memory", steps: int = 20) -> list[Any]:
     from ember import Runtime, ScriptedPlanner, SQLiteJournal
     from ember.journal import RunDone
     from ember.testing import MemoryJournal
 
     async def main(sink: Any) -> list[Any]:
-        runtime = Runtime(_chain_registry(), ScriptedPlanner({"chain": _chain_plan(20)}), sink)
+        planner = ScriptedPlanner({"chain": _chain_plan(steps)})
+        runtime = Runtime(_chain_registry(), planner, sink)
         finished = []
         for _ in range(runs):
             result = await runtime.run("chain")

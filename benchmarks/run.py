@@ -32,6 +32,67 @@ class Row(NamedTuple):
     target_ratio: float | None = None  # or the ratio to the floor it asks for
 
 
+def _peer_rows() -> list[Row]:
+    """The same 3-step and 20-step chains in ember and its peers, in memory and durable, each
+    against the floor of its kind: an asyncio task per step, or a raw SQLite commit."""
+    rows = []
+    for steps in (3, 20):
+        memory, durable = "l2.floor.asyncio_task", "l3.floor.sqlite_commit_wal_normal"
+        chain = {"steps": steps}
+        rows += [
+            Row(f"peer.ember.chain{steps}_per_step", "ember_chain_step", memory, 4000, chain),
+            Row(
+                f"l2.peer.langgraph_chain{steps}_per_node",
+                "langgraph_chain_step",
+                memory,
+                2000,
+                chain,
+            ),
+            Row(
+                f"peer.langgraph_toolnode.chain{steps}_per_step",
+                "langgraph_toolnode_step",
+                memory,
+                400,
+                chain,
+            ),
+            Row(
+                f"peer.pydantic_ai.chain{steps}_per_step",
+                "pydantic_ai_chain_step",
+                memory,
+                400,
+                chain,
+            ),
+            Row(
+                f"peer.ember_sqlite.chain{steps}_per_step",
+                "ember_chain_step",
+                durable,
+                2000,
+                {**chain, "journal": "sqlite"},
+            ),
+            Row(
+                f"peer.langgraph_sqlite_sync.chain{steps}_per_node",
+                "langgraph_chain_step",
+                durable,
+                400,
+                {**chain, "durability": "sync"},
+            ),
+            Row(
+                f"peer.langgraph_sqlite_async.chain{steps}_per_node",
+                "langgraph_chain_step",
+                durable,
+                400,
+                {**chain, "durability": "async"},
+            ),
+            Row(f"l3.peer.dbos_chain{steps}_per_step", "dbos_chain_step", durable, 200, chain),
+        ]
+    floors = [
+        Row("l2.floor.bare_call", "floor_bare_call", None, 20000),
+        Row("l2.floor.asyncio_task", "floor_asyncio_task", "l2.floor.bare_call", 20000),
+        Row("l3.floor.sqlite_commit_wal_normal", "floor_sqlite_commit", None, 2000),
+    ]
+    return floors + rows
+
+
 SUITES: dict[str, list[Row]] = {
     "layers": [
         Row("l2.floor.bare_call", "floor_bare_call", None, 20000),
@@ -44,12 +105,6 @@ SUITES: dict[str, list[Row]] = {
             20000,
             target_us=30.0,
         ),
-        Row(
-            "l2.peer.langgraph_chain20_per_node",
-            "langgraph_chain_step",
-            "l2.floor.asyncio_task",
-            4000,
-        ),
         Row("l3.floor.sqlite_commit_wal_normal", "floor_sqlite_commit", None, 5000),
         Row(
             "l3.ember.durable_chain20_per_step",
@@ -58,12 +113,6 @@ SUITES: dict[str, list[Row]] = {
             10000,
             {"journal": "sqlite"},
             target_us=60.0,
-        ),
-        Row(
-            "l3.peer.dbos_chain20_per_step",
-            "dbos_chain_step",
-            "l3.floor.sqlite_commit_wal_normal",
-            400,
         ),
         Row(
             "l3.ember.concurrent100_per_step",
@@ -97,6 +146,7 @@ SUITES: dict[str, list[Row]] = {
         Row("validate.jsonschema_rs", "validate_jsonschema_rs", None, 50000),
         Row("validate.fastjsonschema", "validate_fastjsonschema", "validate.jsonschema_rs", 50000),
     ],
+    "peers": _peer_rows(),
     "transports": [
         Row("transport.inproc", "transport_inproc", None, 20000),
         Row("transport.floor.uds_echo", "floor_uds_echo", None, 5000),
@@ -242,6 +292,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         report["suites"][suite] = run_suite(SUITES[suite], args.quick)
     if args.json_out:
+        os.makedirs(os.path.dirname(args.json_out) or ".", exist_ok=True)
         with open(args.json_out, "w") as handle:
             json.dump(report, handle, indent=2)
     return 0

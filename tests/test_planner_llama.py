@@ -7,15 +7,19 @@ import importlib.util
 import json
 import subprocess
 import sys
+from datetime import date
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from ember.errors import ModelError
-from ember.planner.llama import StepStreamParser
+from ember.planner.compact import field_paths, render_plan
+from ember.planner.decoding import _common_prefix
 from ember.planner.models import SHIPPED_MODELS, ShippedModel, _assemble, resolve_model
+from ember.planner.openai import StepStreamParser
 from ember.planner.plan import Step
-from ember.planner.prompt import build_grammar, build_prefix, build_request, signature
+from ember.planner.prompt import build_prefix, build_request, calendar_text, signature
 from ember.tools.demo import demo_catalog
 
 HAS_LLAMA = importlib.util.find_spec("llama_cpp") is not None
@@ -33,16 +37,6 @@ def test_prompt_puts_the_catalogue_first_and_the_request_last() -> None:
     request = build_request("Weather in Oslo?", __import__("datetime").date(2026, 3, 2))
     assert request.startswith("Today: 2026-03-02 (Monday). Request: Weather in Oslo?")
     assert build_prefix(CATALOGUE) == prefix  # stable, so its KV cache can be reused
-
-
-@pytest.mark.skipif(not HAS_LLAMA, reason="llama-cpp-python is not installed (extra: embedded)")
-def test_grammar_compiles_in_llama_cpp() -> None:
-    from llama_cpp.llama_grammar import LlamaGrammar
-
-    grammar = build_grammar(CATALOGUE)
-    for tool in CATALOGUE:
-        assert f'\\"tool\\":\\"{tool.tool_name}\\"' in grammar
-    LlamaGrammar.from_string(grammar, verbose=False)
 
 
 def test_stream_parser_yields_each_step_when_it_closes() -> None:
@@ -142,3 +136,78 @@ def test_embedded_model_answers_a_single_tool_request(ember_env: dict[str, str])
     latency = out["latency_ms"]  # measured, not judged: speed is for benchmarks/
     assert latency["l1_ttft"] > 0
     assert latency["l1_plan"] >= latency["l1_ttft"]
+
+
+def test_compact_syntax_renders_calls_references_and_orderings() -> None:
+    steps = [
+        Step(
+            id=1, tool="search_hotels", args={"city": "Oslo", "check_in": "2026-03-03", "nights": 2}
+        ),
+        Step(id=2, tool="book_hotel", args={"hotel_id": "$1.hotels.0.hotel_id", "nights": 2}),
+        Step(id=3, tool="generate_report", args={"sections": ["a {$2.booking_id}"]}, after=[1]),
+    ]
+    assert render_plan(steps) == (
+        '1. search_hotels(city="Oslo", check_in="2026-03-03", nights=2)\n'
+        "2. book_hotel(hotel_id=$1.hotels.0.hotel_id, nights=2)\n"
+        '3. generate_report(sections=["a {$2.booking_id}"]) after 1\n'
+        "done"
+    )
+    assert render_plan([]) == "done"
+
+
+def test_references_offered_are_the_fields_whose_type_fits() -> None:
+    tools = {tool.tool_name: tool for tool in CATALOGUE}
+    hotels = tools["search_hotels"].returns
+    strings = field_paths(hotels, {"type": "string"})
+    assert ".hotels.0.hotel_id" in strings
+    assert ".hotels.9.name" in strings
+    assert ".hotels.0.price_per_night" not in strings
+    assert ".hotels" not in strings
+    assert ".hotels.0.price_per_night" in field_paths(hotels, {"type": "integer"})
+    everything = field_paths(hotels)
+    assert {".hotels", ".hotels.0", ".hotels.0.currency"} <= set(everything)
+
+
+def test_the_calendar_names_the_days_a_request_may_mean() -> None:
+    text = calendar_text(date(2026, 3, 2))  # a Monday
+    assert "today is Monday 2026-03-02; tomorrow is Tuesday 2026-03-03" in text
+    assert "Thursday 2026-03-05" in text
+    assert "Next week: Monday 2026-03-09" in text
+    assert "Later this week: none" in calendar_text(date(2026, 3, 7))  # a Saturday
+
+
+def test_common_prefixes_end_on_whole_characters() -> None:
+    assert _common_prefix([b"1. get_weather(", b"1. get_time("]) == b"1. get_"
+    assert _common_prefix(["é1".encode(), "é2".encode()]) == "é".encode()
+    assert _common_prefix(["é".encode(), "ê".encode()]) == b""  # same first byte, not same char
+    assert _common_prefix([b"done", b"1. x("]) == b""
+
+
+@pytest.mark.model
+@pytest.mark.skipif(_model_available() is not None, reason=str(_model_available()))
+def test_the_embedded_model_writes_a_valid_multi_step_plan() -> None:
+    """The real model, through the driven decoder: a chain whose second step uses the first's
+    result. Every reference it writes must point at an earlier step's existing field."""
+    import asyncio
+
+    from ember.planner import scoring
+    from ember.planner.base import PlanningTask
+    from ember.planner.llama import LlamaPlanner
+
+    planner = LlamaPlanner(prefix_cache=False)
+    task = PlanningTask(
+        "Look up customer C-4471 and email their tier to sales@example.com.",
+        date(2026, 3, 2),
+        CATALOGUE,
+    )
+
+    async def plan() -> list[Step]:
+        return [step async for step in planner.plan(task) if isinstance(step, Step)]
+
+    steps = asyncio.run(plan())
+    assert [step.tool for step in steps][:2] == ["lookup_customer", "send_email"]
+    assert steps[0].args == {"customer_id": "C-4471"}
+    assert steps[1].args["to"] == "sales@example.com"
+    catalog = {tool.tool_name: tool.to_json() for tool in CATALOGUE}
+    plan_json = {"steps": [msgspec.to_builtins(step) for step in steps]}
+    assert scoring.validate_plan(plan_json, catalog) == []

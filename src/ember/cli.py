@@ -217,6 +217,18 @@ def _add_eval_command(commands: Any) -> None:
     planner.add_argument("--json", action="store_true", help="print the summary as JSON")
     planner.add_argument("--predictions", help="also write the plans here (JSON Lines)")
     planner.set_defaults(handler=_cmd_eval_planner)
+    bfcl = kinds.add_parser(
+        "bfcl", help="score the planner on BFCL's single-turn categories with BFCL's own checker"
+    )
+    bfcl.add_argument(
+        "--categories",
+        default="simple_python,multiple,parallel,parallel_multiple,irrelevance",
+        help="comma-separated BFCL categories (default: all five)",
+    )
+    _planner_options(bfcl, default="llama")
+    bfcl.add_argument("--limit", type=int, help="only the first N entries of each category")
+    bfcl.add_argument("--json", action="store_true", help="print the summary as JSON")
+    bfcl.set_defaults(handler=_cmd_eval_bfcl)
 
 
 def _add_bench_command(commands: Any) -> None:
@@ -224,7 +236,9 @@ def _add_bench_command(commands: Any) -> None:
         "bench", help="measure ember against floors (and crash-test it), from a source checkout"
     )
     bench.add_argument(
-        "--suite", choices=["all", "layers", "executor", "transports", "crash"], default="all"
+        "--suite",
+        choices=["all", "layers", "peers", "executor", "transports", "run", "crash"],
+        default="all",
     )
     bench.add_argument("--quick", action="store_true", help="fewer samples and crash trials")
     bench.add_argument("--json", action="store_true", help="print the results as JSON")
@@ -336,7 +350,9 @@ def _user() -> str:
         return ""
 
 
-def _planner(args: argparse.Namespace, name: str) -> Planner:
+def _planner(args: argparse.Namespace, name: str, *, prefix_cache: bool = True) -> Planner:
+    """The planner the options name. `prefix_cache=False` keeps prompt prefixes off the disk
+    (for task sets whose catalogue changes with every task)."""
     from ember.errors import PlannerError
 
     if name == "scripted":
@@ -358,7 +374,7 @@ def _planner(args: argparse.Namespace, name: str) -> Planner:
     from ember.planner.llama import LlamaPlanner
 
     print("loading the model (the first run assembles it from its packages)...", file=sys.stderr)
-    return LlamaPlanner(args.model)
+    return LlamaPlanner(args.model, prefix_cache=prefix_cache)
 
 
 class _Progress:
@@ -587,6 +603,32 @@ def _cmd_eval_planner(args: argparse.Namespace) -> int:
     )
     for task_id, error in summary["planner_errors"].items():
         print(f"  {task_id}: planner error: {error}")
+    return 0
+
+
+def _cmd_eval_bfcl(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from ember.planner.bfcl import evaluate_bfcl
+
+    categories = [name.strip() for name in args.categories.split(",") if name.strip()]
+    summary = asyncio.run(
+        evaluate_bfcl(
+            _planner(args, args.planner, prefix_cache=False), categories, limit=args.limit
+        )
+    )
+    if args.json:
+        print(json.dumps(summary))
+        return 0
+    print(f"{'category':<20} {'correct':>9} {'accuracy':>9}")
+    for category, row in summary["by_category"].items():
+        correct = f"{row['correct']}/{row['total']}"
+        print(f"{category:<20} {correct:>9} {row['accuracy']:>9.1%}")
+    latency = summary["latency_s"]
+    print(
+        f"\nTTFT median {latency['ttft']['median']} s, p90 {latency['ttft']['p90']} s; "
+        f"plan median {latency['plan']['median']} s, p90 {latency['plan']['p90']} s"
+    )
     return 0
 
 

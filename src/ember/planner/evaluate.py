@@ -21,9 +21,10 @@ import msgspec
 from ember.errors import PlanError, PlannerError, UserError
 from ember.planner import scoring
 from ember.planner.base import FirstToken, Planner, PlanningTask
+from ember.planner.plan import Step
 from ember.tools.descriptor import ToolDescriptor
 
-__all__ = ["evaluate_planner", "load_tasks"]
+__all__ = ["evaluate_planner", "latency_summary", "load_tasks", "plan_timed"]
 
 
 def load_tasks(path: Path | str) -> list[dict[str, Any]]:
@@ -63,26 +64,42 @@ async def evaluate_planner(
         planning = PlanningTask(
             task["request"], date.fromisoformat(task["today"]), tuple(catalogue)
         )
-        start = time.perf_counter()
-        steps: list[dict[str, Any]] = []
         try:
-            async for item in planner.plan(planning):
-                if isinstance(item, FirstToken):
-                    ttft.append(time.perf_counter() - start)
-                else:
-                    steps.append(msgspec.to_builtins(item))
-            predictions[task["id"]] = {"steps": steps}
+            steps = await plan_timed(planner, planning, ttft, plan_s)
+            predictions[task["id"]] = {"steps": [msgspec.to_builtins(s) for s in steps]}
         except (PlannerError, PlanError) as exc:
             failures[task["id"]] = str(exc)
-        plan_s.append(time.perf_counter() - start)
+            steps = []
         progress(f"  {index}/{len(tasks)} {task['id']}: {len(steps)} step(s) in {plan_s[-1]:.2f} s")
     catalog = {d.tool_name: d.to_json() for d in catalogue}
     summary = scoring.score(tasks, predictions, catalog)
     summary["planner"] = planner.name
     summary["planner_errors"] = failures
-    summary["latency_s"] = {"ttft": _stats(ttft), "plan": _stats(plan_s)}
+    summary["latency_s"] = latency_summary(ttft, plan_s)
     summary["predictions"] = predictions
     return summary
+
+
+async def plan_timed(
+    planner: Planner, task: PlanningTask, ttft: list[float], plan_s: list[float]
+) -> list[Step]:
+    """Plan `task`; append its time to first token and to the whole plan (also on failure)."""
+    start = time.perf_counter()
+    steps: list[Step] = []
+    try:
+        async for item in planner.plan(task):
+            if isinstance(item, FirstToken):
+                ttft.append(time.perf_counter() - start)
+            else:
+                steps.append(item)
+    finally:
+        plan_s.append(time.perf_counter() - start)
+    return steps
+
+
+def latency_summary(ttft: list[float], plan_s: list[float]) -> dict[str, Any]:
+    """Median and p90 of the times to first token and to whole plans, in seconds."""
+    return {"ttft": _stats(ttft), "plan": _stats(plan_s)}
 
 
 def _stats(samples: list[float]) -> dict[str, float | None]:

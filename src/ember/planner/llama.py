@@ -1,9 +1,10 @@
-"""The embedded planner: llama.cpp in this process, grammar-constrained to ember's plan format.
+"""The embedded planner: llama.cpp in this process, decoding plans in ember's compact syntax.
 
-One `Llama` object is kept alive, so the prompt prefix (instructions + catalogue + examples)
-is evaluated once and reused by every later request (llama.cpp keeps the longest common prefix
-of consecutive prompts in its KV cache). Generation runs in a worker thread; text streams back
-to the event loop, and each step is yielded as soon as its JSON object closes.
+One `Llama` object is kept alive, so the prompt prefix (instructions + catalogue + examples) is
+evaluated once and reused by every later request; it is also saved to disk, so a new process
+restores it instead of evaluating it again. The calendar that follows it changes once a day.
+The plan is decoded by `ember.planner.decoding.PlanDecoder` in a worker thread; each step is
+handed to the event loop as soon as it is complete, so the executor can start it.
 """
 
 from __future__ import annotations
@@ -12,61 +13,20 @@ import asyncio
 import hashlib
 import os
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
-from ember.errors import ModelError, PlanError, PlannerError
+from ember.errors import ModelError
 from ember.planner.base import FirstToken, PlanEvent, PlanningTask
+from ember.planner.decoding import PlanDecoder, Vocabulary
 from ember.planner.models import cache_dir, resolve_model
-from ember.planner.plan import Plan, Step
-from ember.planner.prompt import build_grammar, build_prefix, build_request
+from ember.planner.plan import Step
+from ember.planner.prompt import build_dated, build_prefix, build_request
 
-__all__ = ["LlamaPlanner", "StepStreamParser"]
+__all__ = ["LlamaPlanner"]
 
 _DONE = object()
-
-
-class StepStreamParser:
-    """Feeds on plan text as it streams and returns each step object as soon as it closes."""
-
-    def __init__(self) -> None:
-        self._buffer: list[str] = []
-        self._depth = 0
-        self._in_string = False
-        self._escaped = False
-        self._step_start: int | None = None
-        self._text = ""
-
-    def feed(self, chunk: str) -> list[Step]:
-        steps = []
-        for char in chunk:
-            self._text += char
-            if self._in_string:
-                if self._escaped:
-                    self._escaped = False
-                elif char == "\\":
-                    self._escaped = True
-                elif char == '"':
-                    self._in_string = False
-                continue
-            if char == '"':
-                self._in_string = True
-            elif char in "{[":
-                self._depth += 1
-                if self._depth == 3 and char == "{":  # {"steps":[ {step} ]}
-                    self._step_start = len(self._text) - 1
-            elif char in "}]":
-                if self._depth == 3 and char == "}" and self._step_start is not None:
-                    raw = self._text[self._step_start :]
-                    steps.append(Plan.from_json(f'{{"steps":[{raw}]}}').steps[0])
-                    self._step_start = None
-                self._depth -= 1
-        return steps
-
-    @property
-    def text(self) -> str:
-        return self._text
 
 
 class LlamaPlanner:
@@ -81,17 +41,15 @@ class LlamaPlanner:
         n_ctx: int = 4096,
         n_threads: int | None = None,
         n_threads_batch: int | None = None,
-        max_tokens: int = 512,
         prefix_cache: bool = True,
     ) -> None:
         self.model_path: Path = resolve_model(model)
         self._n_ctx = n_ctx
         self._n_threads = n_threads or 1
         self._n_threads_batch = n_threads_batch or (os.cpu_count() or 2)
-        self._max_tokens = max_tokens
         self.prefix_cache = prefix_cache
         self._llm: Any = None
-        self._grammars: dict[tuple[str, ...], Any] = {}
+        self._vocab: Vocabulary | None = None
         self._lock = threading.Lock()
 
     def _load(self) -> Any:
@@ -118,20 +76,26 @@ class LlamaPlanner:
                 raise ModelError(f"llama.cpp cannot load {self.model_path}: {exc}") from None
         return self._llm
 
-    def _grammar(self, task: PlanningTask) -> Any:
-        key = tuple(tool.tool_name for tool in task.catalogue)
-        if key not in self._grammars:
-            from llama_cpp.llama_grammar import LlamaGrammar
-
-            self._grammars[key] = LlamaGrammar.from_string(
-                build_grammar(task.catalogue), verbose=False
-            )
-        return self._grammars[key]
-
     def warm(self, task: PlanningTask) -> None:
         """Load the model and make the catalogue prefix ready now, not on the first request."""
         with self._lock:
-            self._prefix_ready(self._load(), build_prefix(task.catalogue))
+            llm = self._load()
+            self._context_ready(llm, task)
+            self._vocabulary(llm)
+
+    def _context_ready(self, llm: Any, task: PlanningTask) -> None:
+        """Leave exactly the prompt's prefix and dated part in the KV cache (reusing what is
+        already there), so the request is evaluated right after them."""
+        prefix = build_prefix(task.catalogue)
+        self._prefix_ready(llm, prefix)
+        start = len(llm.tokenize(prefix.encode(), special=True))
+        dated = llm.tokenize(build_dated(task.today).encode(), add_bos=False, special=True)
+        end = start + len(dated)
+        if llm.n_tokens >= end and list(llm.input_ids[start:end]) == dated:
+            llm.n_tokens = end
+        else:
+            llm.n_tokens = start
+            llm.eval(dated)
 
     def _prefix_ready(self, llm: Any, prefix: str) -> None:
         """Put the prompt prefix in the KV cache: already there, restored from the disk cache
@@ -195,57 +159,43 @@ class LlamaPlanner:
         llm.n_tokens = len(tokens)
         return True
 
-    def _generate(self, task: PlanningTask, stop: threading.Event) -> Iterator[str]:
+    def _vocabulary(self, llm: Any) -> Vocabulary:
+        if self._vocab is None:
+            self._vocab = Vocabulary.of(llm)
+        return self._vocab
+
+    def _decode(self, task: PlanningTask, emit: Callable[[PlanEvent], None]) -> list[Step]:
         with self._lock:
             llm = self._load()
-            prefix = build_prefix(task.catalogue)
-            self._prefix_ready(llm, prefix)
-            stream = llm.create_completion(
-                prefix + build_request(task.request, task.today),
-                grammar=self._grammar(task),
-                max_tokens=self._max_tokens,
-                temperature=0.0,
-                stream=True,
+            self._context_ready(llm, task)
+            decoder = PlanDecoder(llm, self._vocabulary(llm), task.catalogue)
+            return decoder.decode(
+                build_request(task.request, task.today),
+                on_step=emit,
+                on_first_token=lambda: emit(FirstToken()),
             )
-            for chunk in stream:
-                if stop.is_set():
-                    stream.close()
-                    return
-                yield chunk["choices"][0]["text"]
 
     async def plan(self, task: PlanningTask) -> AsyncIterator[PlanEvent]:
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[object] = asyncio.Queue()
-        stop = threading.Event()
+
+        def emit(event: PlanEvent) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, event)
 
         def produce() -> None:
             try:
-                for text in self._generate(task, stop):
-                    loop.call_soon_threadsafe(queue.put_nowait, text)
+                self._decode(task, emit)
             except BaseException as exc:  # handed to the event loop, raised there
                 loop.call_soon_threadsafe(queue.put_nowait, exc)
             finally:
                 loop.call_soon_threadsafe(queue.put_nowait, _DONE)
 
         worker = loop.run_in_executor(None, produce)
-        parser = StepStreamParser()
-        first = True
         try:
             while (item := await queue.get()) is not _DONE:
                 if isinstance(item, BaseException):
                     raise item
-                assert isinstance(item, str)
-                if first:
-                    first = False
-                    yield FirstToken()
-                for step in parser.feed(item):
-                    yield step
-        except PlanError as exc:
-            raise PlannerError(f"the model wrote an invalid step: {exc}") from None
+                assert isinstance(item, FirstToken | Step)
+                yield item
         finally:
-            stop.set()
             await worker
-        if not parser.text.rstrip().endswith("]}"):
-            raise PlannerError(
-                f"the model's plan was cut off after {self._max_tokens} tokens: {parser.text!r}"
-            )

@@ -11,15 +11,57 @@ from typing import Any
 
 from ember.errors import PlanError, PlannerError
 from ember.planner.base import FirstToken, PlanEvent, PlanningTask
-from ember.planner.llama import StepStreamParser
+from ember.planner.plan import Plan, Step
 from ember.planner.prompt import plan_schema, system_text, user_text
 
-__all__ = ["OpenAIPlanner"]
+__all__ = ["OpenAIPlanner", "StepStreamParser"]
 
 
 # How the plan's JSON Schema is sent: OpenAI's `json_schema` (vLLM, SGLang, llama.cpp's own
 # server, OpenAI), `json_object` with a `schema` (llama-cpp-python's server), or not at all.
 _FORMATS = ("json_schema", "json_object", "none")
+
+
+class StepStreamParser:
+    """Feeds on plan text as it streams and returns each step object as soon as it closes."""
+
+    def __init__(self) -> None:
+        self._buffer: list[str] = []
+        self._depth = 0
+        self._in_string = False
+        self._escaped = False
+        self._step_start: int | None = None
+        self._text = ""
+
+    def feed(self, chunk: str) -> list[Step]:
+        steps = []
+        for char in chunk:
+            self._text += char
+            if self._in_string:
+                if self._escaped:
+                    self._escaped = False
+                elif char == "\\":
+                    self._escaped = True
+                elif char == '"':
+                    self._in_string = False
+                continue
+            if char == '"':
+                self._in_string = True
+            elif char in "{[":
+                self._depth += 1
+                if self._depth == 3 and char == "{":  # {"steps":[ {step} ]}
+                    self._step_start = len(self._text) - 1
+            elif char in "}]":
+                if self._depth == 3 and char == "}" and self._step_start is not None:
+                    raw = self._text[self._step_start :]
+                    steps.append(Plan.from_json(f'{{"steps":[{raw}]}}').steps[0])
+                    self._step_start = None
+                self._depth -= 1
+        return steps
+
+    @property
+    def text(self) -> str:
+        return self._text
 
 
 class OpenAIPlanner:

@@ -1,24 +1,29 @@
-"""The planner's prompt and output grammar, both derived from the tool catalogue (pure).
+"""The planner's prompts and the plan schema, derived from the tool catalogue (pure).
 
-The prompt puts the catalogue first, in a fixed order, so that its KV cache can be computed
-once and reused by every request; the request and today's date come last. The grammar (GBNF,
-llama.cpp's format) admits only plans in ember's JSON plan format naming catalogue tools with
-their own argument names, so the model spends tokens only on choices and values.
+The embedded planner's prompt (ChatML) has three parts, ordered by how often they change: the
+instructions, catalogue and worked examples (fixed for a catalogue: their KV cache is computed
+once and saved), a calendar of the next two weeks (changes daily), and the request. Plans are
+asked for in the compact syntax (`ember.planner.compact`). Servers reached over the OpenAI API
+get the JSON plan format instead, with `plan_schema` to constrain their output.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from datetime import date
+from datetime import date, timedelta
 from typing import Any
 
+from ember.planner.compact import render_plan
+from ember.planner.plan import Plan
 from ember.tools.descriptor import ToolDescriptor
 
 __all__ = [
-    "build_grammar",
+    "build_dated",
     "build_prefix",
     "build_request",
+    "calendar_text",
+    "compact_system_text",
     "plan_schema",
     "signature",
     "system_text",
@@ -35,6 +40,24 @@ string "$N.field" (step N's field; list items by index: "$1.hotels.0.hotel_id"),
 inside a longer text.
 - Add only the optional arguments the request asks for.
 - If no tool can do what is asked, answer {"steps":[]}.
+
+Tools (name(arguments) -> result fields: what it does):
+"""
+
+_COMPACT_SYSTEM = """You are a planner. You turn the user's request into the tool calls that do \
+what it asks, one call per line, then the line "done". For example:
+1. tool_a(text="some text", count=2)
+2. tool_b(value=$1.field)
+done
+Rules:
+- Use only the tools below, with their argument names. Dates are YYYY-MM-DD, computed from today.
+- One call for every action the request asks for: two cities, two customers or two conversions \
+are two calls.
+- A call that needs an earlier call's result refers to it: $N.field is step N's field (list \
+items by index: $1.hotels.0.hotel_id); inside a text write {$N.field}.
+- Write " after N" at the end of a call that must wait for step N but uses none of its results.
+- Add optional arguments (marked ?) only when the request asks for them.
+- If no tool can do what is asked, write only: done
 
 Tools (name(arguments) -> result fields: what it does):
 """
@@ -74,6 +97,28 @@ _EXAMPLES = [
                     "subject": "Hotel booking",
                     "body": "Booked {$2.hotel_name}, reference {$2.booking_id}.",
                 },
+            },
+        ],
+    ),
+    (
+        "2026-01-12",
+        "What's the weather in Oslo and in Bergen this Saturday?",
+        [
+            {"id": 1, "tool": "get_weather", "args": {"city": "Oslo", "date": "2026-01-17"}},
+            {"id": 2, "tool": "get_weather", "args": {"city": "Bergen", "date": "2026-01-17"}},
+        ],
+    ),
+    (
+        "2026-01-12",
+        "Summarize /srv/notes/q1.txt in at most 50 words and save the summary to "
+        "/srv/notes/q1-summary.txt.",
+        [
+            {"id": 1, "tool": "read_file", "args": {"path": "/srv/notes/q1.txt"}},
+            {"id": 2, "tool": "summarize_text", "args": {"text": "$1.content", "max_words": 50}},
+            {
+                "id": 3,
+                "tool": "write_file",
+                "args": {"path": "/srv/notes/q1-summary.txt", "content": "$2.summary"},
             },
         ],
     ),
@@ -117,20 +162,58 @@ def system_text(catalogue: Sequence[ToolDescriptor]) -> str:
     return f"{_SYSTEM}{tools}{examples}"
 
 
+def compact_system_text(catalogue: Sequence[ToolDescriptor]) -> str:
+    """The system message for plans in the compact syntax (`ember.planner.compact`)."""
+    tools = "\n".join(signature(tool) for tool in catalogue)
+    known = {tool.tool_name for tool in catalogue}
+    fitting = [e for e in _EXAMPLES if all(step["tool"] in known for step in e[2])]
+    # With none of the examples' tools, the examples still teach the syntax (the decoder only
+    # lets the model name this catalogue's tools); without any, a small model writes `done`.
+    heading = "Examples:" if len(fitting) > 1 else "Examples, from a catalogue with other tools:"
+    shots = []
+    for today, request, steps in fitting if len(fitting) > 1 else _EXAMPLES:
+        plan = render_plan(Plan.from_json({"steps": steps}).steps)
+        shots.append(f"{user_text(request, date.fromisoformat(today))}\nPlan:\n{plan}")
+    return f"{_COMPACT_SYSTEM}{tools}\n\n{heading}\n" + "\n\n".join(shots)
+
+
 def user_text(request: str, today: date) -> str:
     """The user message: today's date (for "tomorrow") and the request."""
     return f"Today: {today.isoformat()} ({today.strftime('%A')}). Request: {request.strip()}"
 
 
 def build_prefix(catalogue: Sequence[ToolDescriptor]) -> str:
-    """The fixed start of every prompt (ChatML): the system message, then the user turn's
-    opening. The same for every request, so its KV cache is computed once."""
-    return f"<|im_start|>system\n{system_text(catalogue)}<|im_end|>\n<|im_start|>user\n"
+    """The fixed start of every prompt (ChatML): the system message's instructions, catalogue and
+    examples. The same for every request, so its KV cache is computed once (and saved to disk)."""
+    return f"<|im_start|>system\n{compact_system_text(catalogue)}"
+
+
+def calendar_text(today: date) -> str:
+    """The dates of the next two weeks by weekday, so that a small model copies "this Thursday"
+    or "next Monday" instead of computing it."""
+
+    def day(offset: int) -> str:
+        when = today + timedelta(days=offset)
+        return f"{when.strftime('%A')} {when.isoformat()}"
+
+    rest_of_week = 6 - today.weekday()
+    this_week = ", ".join(day(n) for n in range(2, rest_of_week + 1)) or "none"
+    next_week = ", ".join(day(n) for n in range(rest_of_week + 1, rest_of_week + 8))
+    return (
+        f"Calendar: today is {day(0)}; tomorrow is {day(1)}. Later this week: {this_week}. "
+        f"Next week: {next_week}."
+    )
+
+
+def build_dated(today: date) -> str:
+    """The part of the prompt that changes once a day: the calendar, then the user turn's opening.
+    Its KV cache is computed on the day's first request and kept."""
+    return f"\n\n{calendar_text(today)}<|im_end|>\n<|im_start|>user\n"
 
 
 def build_request(request: str, today: date) -> str:
-    """The part of the prompt after the prefix."""
-    return f"{user_text(request, today)}<|im_end|>\n<|im_start|>assistant\n"
+    """The part of the prompt after the dated part: the request, then the assistant's opening."""
+    return f"{user_text(request, today)}<|im_end|>\n<|im_start|>assistant\nPlan:\n"
 
 
 def plan_schema(catalogue: Sequence[ToolDescriptor], *, max_steps: int = 12) -> dict[str, Any]:
@@ -167,103 +250,3 @@ def plan_schema(catalogue: Sequence[ToolDescriptor], *, max_steps: int = 12) -> 
         "required": ["steps"],
         "additionalProperties": False,
     }
-
-
-# --- grammar -----------------------------------------------------------------------------------
-
-_COMMON = r"""
-ws ::= [ ]?
-ref ::= "\"" "{"? "$" [1-9] [0-9]? ("." [a-zA-Z0-9_]{1,24}){0,4} "}"? "\""
-char ::= [^"\\\x00-\x1f] | "\\" ["\\/bfnrt]
-text ::= "\"" char{0,400} "\""
-nonempty ::= "\"" char{1,400} "\""
-integer ::= "-"? [0-9]{1,9}
-number ::= "-"? [0-9]{1,12} ("." [0-9]{1,6})?
-date ::= "\"" [0-9]{4} "-" [0-9]{2} "-" [0-9]{2} "\""
-code3 ::= "\"" [A-Z]{3} "\""
-hhmm ::= "\"" [0-2] [0-9] ":" [0-5] [0-9] "\""
-after ::= ",\"after\":[" ([1-9] [0-9]? ("," [1-9] [0-9]?){0,9})? "]"
-id ::= [1-9] [0-9]?
-"""
-
-
-def build_grammar(catalogue: Sequence[ToolDescriptor], *, max_steps: int = 12) -> str:
-    """A GBNF grammar of plans over `catalogue`."""
-    names = [tool.tool_name for tool in catalogue]
-    lines = [
-        f'root ::= "{{\\"steps\\":[" (step ("," ws step){{0,{max_steps - 1}}})? "]}}"',
-        "step ::= " + " | ".join(f"step-{_rule(n)}" for n in names),
-    ]
-    for tool in catalogue:
-        rule = _rule(tool.tool_name)
-        lines.append(
-            f'step-{rule} ::= "{{\\"id\\":" id ",\\"tool\\":\\"{tool.tool_name}\\",\\"args\\":" '
-            f'args-{rule} after? "}}"'
-        )
-        lines.extend(_args_rules(rule, tool.parameters))
-    return "\n".join(lines) + _COMMON
-
-
-def _rule(name: str) -> str:
-    return name.replace("_", "-")
-
-
-def _args_rules(rule: str, schema: dict[str, Any]) -> list[str]:
-    props: dict[str, Any] = schema.get("properties", {})
-    required = set(schema.get("required", []))
-    names = list(props)
-    lines = []
-    pairs = {}
-    for name in names:
-        pair = f"kv-{rule}-{_rule(name)}"
-        pairs[name] = pair
-        lines.append(f'{pair} ::= "\\"{name}\\":" ({_value(props[name])})')
-    # The first property written may be any one that has only optional properties before it.
-    alternatives = []
-    for index, name in enumerate(names):
-        tail = " ".join(
-            f'("," {pairs[later]})' + ("" if later in required else "?")
-            for later in names[index + 1 :]
-        )
-        alternatives.append(f"{pairs[name]} {tail}".strip())
-        if name in required:
-            break
-    if not required and not schema.get("minProperties"):
-        alternatives.append('""')
-    body = " | ".join(f"({alt})" for alt in alternatives) if alternatives else '""'
-    lines.append(f'args-{rule} ::= "{{" ({body}) "}}"')
-    return lines
-
-
-def _value(schema: dict[str, Any]) -> str:
-    """The grammar of one argument's value: its literal form, or a reference."""
-    if "enum" in schema:
-        return " | ".join(
-            '"' + json.dumps(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
-            for v in schema["enum"]
-        )
-    kind = schema.get("type")
-    pattern = schema.get("pattern", "")
-    if kind == "string":
-        if schema.get("format") == "date":
-            literal = "date"
-        elif pattern == "^[A-Z]{3}$":
-            literal = "code3"
-        elif pattern.startswith("^([01][0-9]|2[0-3])"):
-            literal = "hhmm"
-        elif schema.get("minLength"):
-            literal = "nonempty"
-        else:
-            literal = "text"
-        return f"{literal} | ref"
-    if kind == "integer":
-        return "integer | ref"
-    if kind == "number":
-        return "number | ref"
-    if kind == "array":
-        item = _value(schema.get("items", {"type": "string"}))
-        least = "" if schema.get("minItems") else "?"
-        return f'"[" (({item}) ("," ws ({item})){{0,9}}){least} "]" | ref'
-    if kind == "boolean":
-        return '"true" | "false" | ref'
-    return "text | integer | number | ref"

@@ -1,0 +1,110 @@
+"""ember's compact plan syntax: one Python-like call per line, then `done` (pure).
+
+    1. search_hotels(city="Berlin", check_in="2026-01-20", nights=2)
+    2. book_hotel(hotel_id=$1.hotels.0.hotel_id, check_in="2026-01-20", nights=2)
+    3. send_email(to="sam@example.org", subject="Booked", body="Reference {$2.booking_id}")
+    done
+
+A coder model writes calls like these naturally and in fewer tokens than the JSON plan format.
+References are written bare (`$1.hotels.0.hotel_id`) where the JSON format quotes them; an
+ordering that no data carries is written after the call: `2. list_files(directory="/x") after 1`.
+A plan with no tool call is the single line `done`.
+
+This module renders plans in the syntax (for the prompt's examples) and lists, per argument,
+the references a step may take: the fields of earlier steps' results whose type fits.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from ember.planner.plan import Step
+
+__all__ = ["DONE", "field_paths", "render_plan", "render_step", "value_kind"]
+
+DONE = "done"
+MAX_INDEX = 10  # list indexes offered in references: .0 .. .9
+
+
+def render_step(step: Step) -> str:
+    """`N. tool(arg=value, ...)`, with ` after M, K` when the step has an explicit ordering."""
+    args = ", ".join(f"{name}={_render_value(value)}" for name, value in step.args.items())
+    after = f" after {', '.join(map(str, step.after))}" if step.after else ""
+    return f"{step.id}. {step.tool}({args}){after}"
+
+
+def render_plan(steps: list[Step]) -> str:
+    """Every step on its line, then `done`."""
+    return "".join(f"{render_step(step)}\n" for step in steps) + DONE
+
+
+def _render_value(value: Any) -> str:
+    if isinstance(value, str) and value.startswith("$"):
+        return value
+    if isinstance(value, list):
+        return "[" + ", ".join(_render_value(item) for item in value) + "]"
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def value_kind(schema: dict[str, Any]) -> str:
+    """How a parameter's literal value is decoded: `enum`, `date`, `code3`, `hhmm`, `integer`,
+    `number`, `boolean`, `array` or `text`."""
+    if "enum" in schema:
+        return "enum"
+    kind = schema.get("type")
+    if kind == "string":
+        pattern = schema.get("pattern", "")
+        if schema.get("format") == "date":
+            return "date"
+        if pattern == "^[A-Z]{3}$":
+            return "code3"
+        if pattern.startswith("^([01][0-9]|2[0-3])"):
+            return "hhmm"
+        return "text"
+    if kind in ("integer", "number", "boolean", "array"):
+        return str(kind)
+    return "text"
+
+
+def field_paths(
+    returns: dict[str, Any] | None, parameter: dict[str, Any] | None = None
+) -> list[str]:
+    """The paths (`.hotels.0.hotel_id`, `.amount`) into a result of schema `returns`: all of
+    them (for references embedded in text), or those whose value may be passed whole as an
+    argument of schema `parameter` (same JSON type; integer and number are interchangeable)."""
+    paths = _walk(returns or {}, "")
+    if parameter is None:
+        return [path for path, _ in paths]
+    wanted = _json_type(parameter)
+    return [path for path, schema in paths if _json_type(schema) == wanted]
+
+
+def _walk(schema: dict[str, Any], path: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    kind = schema.get("type")
+    if kind == "object":
+        if path:
+            yield path, schema
+        for name, child in schema.get("properties", {}).items():
+            yield from _walk(child, f"{path}.{name}")
+    elif kind == "array":
+        if path:
+            yield path, schema
+        items = schema.get("items", {})
+        if items.get("type") in ("object", "string", "number", "integer"):
+            for index in range(MAX_INDEX):
+                yield from _walk(items, f"{path}.{index}")
+    elif path:
+        yield path, schema
+
+
+def _json_type(schema: dict[str, Any]) -> str:
+    kind = str(schema.get("type", "any"))
+    if kind == "integer":
+        return "number"
+    if kind == "array":
+        return "array of " + _json_type(schema.get("items", {}))
+    return kind
