@@ -211,3 +211,21 @@ def test_the_embedded_model_writes_a_valid_multi_step_plan() -> None:
     catalog = {tool.tool_name: tool.to_json() for tool in CATALOGUE}
     plan_json = {"steps": [msgspec.to_builtins(step) for step in steps]}
     assert scoring.validate_plan(plan_json, catalog) == []
+
+
+def test_a_saved_vocabulary_loads_back_and_a_broken_file_is_rebuilt(tmp_path: Path) -> None:
+    from ember.planner.decoding import Vocabulary
+
+    vocab = Vocabulary([b"", b'"', b"2026", b"-", b"EUR", b" {$", b"Paris", b'",'])
+    path = tmp_path / "vocab" / "v.npz"
+    vocab.save(path)
+    loaded = Vocabulary.load(path)
+    assert loaded is not None
+    assert loaded.pieces == vocab.pieces
+    assert {k: v.tolist() for k, v in loaded.masks.items()} == {
+        k: v.tolist() for k, v in vocab.masks.items()
+    }
+    assert loaded.masks["opener"].tolist() == [False] * 5 + [True, False, False]
+    assert loaded.starting_with(b'"') == [1, 7]
+    path.write_bytes(path.read_bytes()[:100])  # torn write: load says so, the caller rebuilds
+    assert Vocabulary.load(path) is None

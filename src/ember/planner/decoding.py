@@ -24,8 +24,12 @@ from __future__ import annotations
 
 import bisect
 import ctypes
+import itertools
 import json
+import os
+import zipfile
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -35,9 +39,10 @@ from ember.planner.compact import DONE, field_paths, value_kind
 from ember.planner.plan import Step, references
 from ember.tools.descriptor import ToolDescriptor
 
-__all__ = ["MAX_STEPS", "PlanDecoder", "Vocabulary"]
+__all__ = ["MAX_STEPS", "VOCABULARY_FORMAT", "PlanDecoder", "Vocabulary"]
 
 MAX_STEPS = 12
+VOCABULARY_FORMAT = "1"  # bump when the masks change: saved vocabularies are keyed by it
 _TEXT_TOKENS = 120  # longest free text, in tokens
 _SHORT_TOKENS = 16  # longest date, code, time or number
 _MAX_ITEMS = 8  # longest list argument
@@ -75,34 +80,67 @@ def _opens_reference(text: bytes) -> bool:
     return body is not None and _fits("text", body)
 
 
+_MASK_NAMES = ("text", *_CHARSETS, "opener")
+
+
 class Vocabulary:
     """Each token's bytes, an index to find tokens by their start, and per-kind token masks."""
 
-    def __init__(self, pieces: Sequence[bytes]) -> None:
+    def __init__(self, pieces: Sequence[bytes], masks: dict[str, Mask] | None = None) -> None:
         self.pieces = list(pieces)
         self.ids = {piece: token for token, piece in enumerate(self.pieces) if piece}
         order = sorted(self.ids)
         self._sorted = order
         self._sorted_ids = [self.ids[piece] for piece in order]
         self._starting: dict[bytes, list[int]] = {}
-        self.masks: dict[str, Mask] = {
+        self.masks = masks if masks is not None else self._build_masks()
+
+    def _build_masks(self) -> dict[str, Mask]:
+        masks: dict[str, Mask] = {
             kind: np.fromiter(
                 (bool(piece) and _fits(kind, piece) for piece in self.pieces),
                 dtype=np.bool_,
                 count=len(self.pieces),
             )
-            for kind in ("text", *_CHARSETS)
+            for kind in _MASK_NAMES
+            if kind != "opener"
         }
-        self.masks["opener"] = np.fromiter(
+        masks["opener"] = np.fromiter(
             (_opens_reference(piece) for piece in self.pieces),
             dtype=np.bool_,
             count=len(self.pieces),
         )
+        return masks
 
     @classmethod
     def of(cls, llm: Any) -> Vocabulary:
         """The vocabulary of a llama-cpp-python `Llama` (special tokens render as empty)."""
         return cls([llm.detokenize([token]) for token in range(llm.n_vocab())])
+
+    def save(self, path: Path) -> None:
+        """Write the pieces and masks to `path` (.npz), atomically."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        offsets = np.cumsum([0, *map(len, self.pieces)], dtype=np.int64)
+        blob = np.frombuffer(b"".join(self.pieces), dtype=np.uint8)
+        partial = path.with_name(f"{path.stem}.partial-{os.getpid()}.npz")
+        stacked = np.stack([self.masks[name] for name in _MASK_NAMES])
+        np.savez(partial, blob=blob, offsets=offsets, masks=stacked)
+        partial.replace(path)
+
+    @classmethod
+    def load(cls, path: Path) -> Vocabulary | None:
+        """A vocabulary saved by `save`, or None if the file is unreadable or incomplete."""
+        try:
+            with path.open("rb") as handle, np.load(handle) as data:
+                blob = data["blob"].tobytes()
+                offsets = data["offsets"].tolist()
+                stacked = data["masks"]
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+            return None
+        pieces = [blob[start:end] for start, end in itertools.pairwise(offsets)]
+        if stacked.shape != (len(_MASK_NAMES), len(pieces)):
+            return None
+        return cls(pieces, dict(zip(_MASK_NAMES, stacked, strict=True)))
 
     def starting_with(self, prefix: bytes) -> list[int]:
         """The tokens whose bytes start with `prefix` (not empty)."""
@@ -127,8 +165,6 @@ class _Cursor:
         self.text = ""  # forced, not yet tokenized
         self.tokens: list[int] = []  # tokenized, not yet evaluated
         self.on_first_logits: Callable[[], None] | None = None
-        self.passes = 0  # forward passes (model calls)
-        self.evaluated = 0  # tokens evaluated, prompt included
 
     def force(self, text: str) -> None:
         self.text += text
@@ -145,8 +181,6 @@ class _Cursor:
     def _logits(self) -> npt.NDArray[np.float32]:
         if self.tokens:
             self.llm.eval(self.tokens)
-            self.passes += 1
-            self.evaluated += len(self.tokens)
             self.tokens = []
         if self.on_first_logits is not None:
             self.on_first_logits()
@@ -250,11 +284,6 @@ class PlanDecoder:
         self._llm = llm
         self._cursor = _Cursor(llm, vocab)
         self._tools = {tool.tool_name: tool for tool in catalogue}
-
-    @property
-    def counts(self) -> dict[str, int]:
-        """Forward passes and tokens evaluated so far: where a plan's time goes."""
-        return {"passes": self._cursor.passes, "tokens": self._cursor.evaluated}
 
     def decode(
         self,

@@ -26,7 +26,6 @@ class StepStreamParser:
     """Feeds on plan text as it streams and returns each step object as soon as it closes."""
 
     def __init__(self) -> None:
-        self._buffer: list[str] = []
         self._depth = 0
         self._in_string = False
         self._escaped = False
