@@ -368,7 +368,9 @@ class PlanDecoder:
             return values[cursor.choose([_literal(value) for value in values])]
         if kind == "boolean":
             return cursor.choose(["True", "False"]) == 0
-        starts = {"integer": list("0123456789"), "number": list("0123456789"), "array": ["["]}
+        floor = schema.get("minimum", schema.get("exclusiveMinimum"))
+        numeric = [*"0123456789"] + (["-"] if floor is None or floor < 0 else [])
+        starts = {"integer": numeric, "number": numeric, "array": ["["]}
         literal = starts.get(kind, ['"'])
         references = self._references(schema, earlier)
         options = literal + (["$"] if references else [])

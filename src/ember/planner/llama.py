@@ -99,15 +99,21 @@ class LlamaPlanner:
 
     def _prefix_ready(self, llm: Any, prefix: str) -> None:
         """Put the prompt prefix in the KV cache: already there, restored from the disk cache
-        (keyed by model file, prefix and context size), or evaluated once and saved there."""
+        (keyed by model file, prefix and context size), or evaluated and saved there. Only
+        what differs from the cached tokens is evaluated (a new catalogue after the same
+        instructions costs its own tokens only)."""
         tokens = llm.tokenize(prefix.encode(), special=True)
-        if llm.n_tokens >= len(tokens) and list(llm.input_ids[: len(tokens)]) == tokens:
+        cached = list(llm.input_ids[: min(llm.n_tokens, len(tokens))])
+        common = next(
+            (i for i, (a, b) in enumerate(zip(cached, tokens, strict=False)) if a != b), len(cached)
+        )
+        if common == len(tokens):
             return
         path = self._prefix_file(prefix)
         if self.prefix_cache and path.is_file() and self._restore_prefix(llm, path, tokens):
             return
-        llm.reset()
-        llm.eval(tokens)
+        llm.n_tokens = common  # llama.cpp drops the cache after it on the next eval
+        llm.eval(tokens[common:])
         if self.prefix_cache:
             self._save_prefix(llm, path, tokens)
 

@@ -58,9 +58,8 @@ items by index: $1.hotels.0.hotel_id); inside a text write {$N.field}.
 - Write " after N" at the end of a call that must wait for step N but uses none of its results.
 - Add optional arguments (marked ?) only when the request asks for them.
 - If no tool can do what is asked, write only: done
-
-Tools (name(arguments) -> result fields: what it does):
 """
+_TOOLS_HEADING = "\nTools (name(arguments) -> result fields: what it does):\n"
 
 _EXAMPLES = [
     (
@@ -167,14 +166,23 @@ def compact_system_text(catalogue: Sequence[ToolDescriptor]) -> str:
     tools = "\n".join(signature(tool) for tool in catalogue)
     known = {tool.tool_name for tool in catalogue}
     fitting = [e for e in _EXAMPLES if all(step["tool"] in known for step in e[2])]
+    if len(fitting) > 1:
+        return f"{_COMPACT_SYSTEM}{_TOOLS_HEADING}{tools}\n\nExamples:\n{_shots(fitting)}"
     # With none of the examples' tools, the examples still teach the syntax (the decoder only
     # lets the model name this catalogue's tools); without any, a small model writes `done`.
-    heading = "Examples:" if len(fitting) > 1 else "Examples, from a catalogue with other tools:"
+    # They come before the tools, so that their KV cache is shared by every such catalogue.
+    return (
+        f"{_COMPACT_SYSTEM}\nExamples, from a catalogue with other tools:\n"
+        f"{_shots(_EXAMPLES)}\n{_TOOLS_HEADING}{tools}"
+    )
+
+
+def _shots(examples: Sequence[tuple[str, str, list[dict[str, Any]]]]) -> str:
     shots = []
-    for today, request, steps in fitting if len(fitting) > 1 else _EXAMPLES:
+    for today, request, steps in examples:
         plan = render_plan(Plan.from_json({"steps": steps}).steps)
         shots.append(f"{user_text(request, date.fromisoformat(today))}\nPlan:\n{plan}")
-    return f"{_COMPACT_SYSTEM}{tools}\n\n{heading}\n" + "\n\n".join(shots)
+    return "\n\n".join(shots)
 
 
 def user_text(request: str, today: date) -> str:
