@@ -162,19 +162,19 @@ class _Cursor:
     def __init__(self, llm: Any, vocab: Vocabulary) -> None:
         self.llm = llm
         self.vocab = vocab
-        self.text = ""  # forced, not yet tokenized
+        self.text = b""  # forced, not yet tokenized (bytes: an option may end mid-character)
         self.tokens: list[int] = []  # tokenized, not yet evaluated
         self.on_first_logits: Callable[[], None] | None = None
 
     def force(self, text: str) -> None:
-        self.text += text
+        self.text += text.encode()
 
     def _heal(self) -> bytes:
         """Tokenize the forced text; hold back its last token and return that token's bytes."""
         if not self.text:
             return b""
-        tokens = self.llm.tokenize(self.text.encode(), add_bos=False, special=False)
-        self.text = ""
+        tokens = self.llm.tokenize(self.text, add_bos=False, special=False)
+        self.text = b""
         self.tokens.extend(tokens[:-1])
         return bytes(self.vocab.pieces[tokens[-1]])
 
@@ -198,7 +198,7 @@ class _Cursor:
         while len(alive) > 1:
             common = _common_prefix([rests[i] for i in alive])
             if len(common) > len(head) and all(len(rests[i]) > len(common) for i in alive):
-                self.text = common.decode()
+                self.text = common
                 head = self._heal()
                 rests = [head + rest[len(common) :] for rest in rests]
             candidates: dict[int, list[int]] = {}  # token -> options it fits
@@ -222,7 +222,7 @@ class _Cursor:
             rests = [rest[len(piece) :] for rest in rests]
             head = b""
         chosen = alive[0]
-        self.text = rests[chosen].decode()
+        self.text = rests[chosen]
         return chosen
 
     def sample(
@@ -264,7 +264,7 @@ class _Cursor:
             if verdict == "open":
                 opened = True
                 break
-        self.text = head.decode(errors="replace")
+        self.text = head
         return value.decode("utf-8", errors="replace"), opened
 
     @staticmethod
