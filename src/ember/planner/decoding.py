@@ -29,6 +29,7 @@ import json
 import os
 import zipfile
 from collections.abc import Callable, Sequence
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -280,10 +281,17 @@ class PlanDecoder:
     """Decodes one plan over `catalogue`, step by step, from a model whose context already holds
     the prompt's prefix."""
 
-    def __init__(self, llm: Any, vocab: Vocabulary, catalogue: Sequence[ToolDescriptor]) -> None:
+    def __init__(
+        self,
+        llm: Any,
+        vocab: Vocabulary,
+        catalogue: Sequence[ToolDescriptor],
+        today: date | None = None,
+    ) -> None:
         self._llm = llm
         self._cursor = _Cursor(llm, vocab)
         self._tools = {tool.tool_name: tool for tool in catalogue}
+        self._dates = _calendar_dates(today) if today else []
 
     def decode(
         self,
@@ -386,6 +394,10 @@ class PlanDecoder:
             # A parameter documented to embed results ("{$N.field}") carries every result that
             # nothing else uses: a static plan has no other way to deliver them.
             return self._text(earlier, unused if "{$" in schema.get("description", "") else ())
+        if kind == "date" and self._dates:
+            # One choice among real calendar dates: "20" and the dashes are forced, so a date
+            # costs ~5 model passes instead of 10 (Qwen writes one digit a token).
+            return self._dates[cursor.choose([f'{day}"' for day in self._dates])]
         text, _ = cursor.sample(kind, b'"', _SHORT_TOKENS)
         cursor.force('"')
         return text
@@ -438,6 +450,13 @@ class PlanDecoder:
             for step in earlier
             for path in field_paths(self._tools[step.tool].returns, schema)
         ]
+
+
+def _calendar_dates(today: date) -> list[str]:
+    """Every date from two years before `today` to three years after it, ISO-formatted."""
+    start = today.replace(year=today.year - 2, month=1, day=1)
+    end = today.replace(year=today.year + 3, month=12, day=31)
+    return [(start + timedelta(days=n)).isoformat() for n in range((end - start).days + 1)]
 
 
 def _common_prefix(items: list[bytes]) -> bytes:

@@ -84,38 +84,37 @@ class LlamaPlanner:
             self._vocabulary(llm)
 
     def _context_ready(self, llm: Any, task: PlanningTask) -> None:
-        """Leave exactly the prompt's prefix and dated part in the KV cache (reusing what is
-        already there), so the request is evaluated right after them."""
+        """Leave exactly the prompt's prefix and dated part in the KV cache, so the request is
+        evaluated right after them."""
         prefix = build_prefix(task.catalogue)
-        self._prefix_ready(llm, prefix)
-        start = len(llm.tokenize(prefix.encode(), special=True))
-        dated = llm.tokenize(build_dated(task.today).encode(), add_bos=False, special=True)
-        end = start + len(dated)
-        if llm.n_tokens >= end and list(llm.input_ids[start:end]) == dated:
-            llm.n_tokens = end
-        else:
-            llm.n_tokens = start
-            llm.eval(dated)
+        self._prefix_ready(llm, prefix + build_dated(task.today), base=prefix)
 
-    def _prefix_ready(self, llm: Any, prefix: str) -> None:
-        """Put the prompt prefix in the KV cache: already there, restored from the disk cache
-        (keyed by model file, prefix and context size), or evaluated and saved there. Only
-        what differs from the cached tokens is evaluated (a new catalogue after the same
-        instructions costs its own tokens only)."""
-        tokens = llm.tokenize(prefix.encode(), special=True)
+    def _prefix_ready(self, llm: Any, text: str, *, base: str | None = None) -> None:
+        """Put `text` in the KV cache: already there, restored from the disk cache (keyed by
+        model file, text and context size), or evaluated and saved there. Only what differs
+        from the tokens already cached is evaluated; if `base` (a start of `text`) is not
+        cached, it is made ready first, from the disk or by evaluating it."""
+        tokens = llm.tokenize(text.encode(), special=True)
+        common = self._cached_tokens(llm, tokens)
+        if common < len(tokens):
+            path = self._prefix_file(text, base)
+            if self.prefix_cache and path.is_file() and self._restore_prefix(llm, path, tokens):
+                return
+            if base is not None and common < len(llm.tokenize(base.encode(), special=True)):
+                self._prefix_ready(llm, base)
+                common = self._cached_tokens(llm, tokens)
+            llm.n_tokens = common  # llama.cpp drops the cache after it on the next eval
+            llm.eval(tokens[common:])
+            if self.prefix_cache:
+                self._save_prefix(llm, path, tokens)
+        llm.n_tokens = len(tokens)
+
+    @staticmethod
+    def _cached_tokens(llm: Any, tokens: list[int]) -> int:
+        """How many of `tokens` the KV cache already holds, from the start."""
         cached = list(llm.input_ids[: min(llm.n_tokens, len(tokens))])
-        common = next(
-            (i for i, (a, b) in enumerate(zip(cached, tokens, strict=False)) if a != b), len(cached)
-        )
-        if common == len(tokens):
-            return
-        path = self._prefix_file(prefix)
-        if self.prefix_cache and path.is_file() and self._restore_prefix(llm, path, tokens):
-            return
-        llm.n_tokens = common  # llama.cpp drops the cache after it on the next eval
-        llm.eval(tokens[common:])
-        if self.prefix_cache:
-            self._save_prefix(llm, path, tokens)
+        differ = (i for i, (a, b) in enumerate(zip(cached, tokens, strict=False)) if a != b)
+        return next(differ, len(cached))
 
     def _cache_file(self, kind: str, suffix: str, *parts: str) -> Path:
         """A file in the cache for this model file (path, size, mtime) and `parts`."""
@@ -124,8 +123,14 @@ class LlamaPlanner:
         key = hashlib.sha256("\x1f".join([*model, *parts]).encode()).hexdigest()[:24]
         return cache_dir() / kind / f"{key}{suffix}"
 
-    def _prefix_file(self, prefix: str) -> Path:
-        return self._cache_file("prefix", ".kv", str(self._n_ctx), prefix)
+    def _prefix_file(self, text: str, base: str | None = None) -> Path:
+        """The saved state of `text`. States that extend the same `base` (one a day: the
+        calendar) share a name's start, so saving one removes the others."""
+        path = self._cache_file("prefix", ".kv", str(self._n_ctx), text)
+        if base is None:
+            return path
+        family = self._cache_file("prefix", "", str(self._n_ctx), base).name
+        return path.with_name(f"{family}-{path.name}")
 
     def _save_prefix(self, llm: Any, path: Path, tokens: list[int]) -> None:
         import llama_cpp
@@ -138,6 +143,11 @@ class LlamaPlanner:
         )
         if written:
             partial.replace(path)
+            if "-" in path.stem:  # a dated state: the family's older days are of no more use
+                family = path.stem.split("-")[0]
+                for old in path.parent.glob(f"{family}-*.kv"):
+                    if old != path:
+                        old.unlink(missing_ok=True)
         else:
             partial.unlink(missing_ok=True)
 
@@ -175,7 +185,7 @@ class LlamaPlanner:
         with self._lock:
             llm = self._load()
             self._context_ready(llm, task)
-            decoder = PlanDecoder(llm, self._vocabulary(llm), task.catalogue)
+            decoder = PlanDecoder(llm, self._vocabulary(llm), task.catalogue, task.today)
             return decoder.decode(
                 build_request(task.request, task.today),
                 on_step=emit,
