@@ -176,6 +176,16 @@ def test_the_calendar_names_the_days_a_request_may_mean() -> None:
     assert "Later this week: none" in calendar_text(date(2026, 3, 7))  # a Saturday
 
 
+def test_dates_are_chosen_among_real_days_around_today() -> None:
+    from ember.planner.decoding import _calendar_dates
+
+    days = _calendar_dates(date(2026, 3, 2))
+    assert (days[0], days[-1]) == ("2024-01-01", "2029-12-31")
+    assert "2028-02-29" in days
+    assert "2026-02-29" not in days
+    assert "2026-02-30" not in days
+
+
 def test_common_prefixes_end_on_whole_characters() -> None:
     assert _common_prefix([b"1. get_weather(", b"1. get_time("]) == b"1. get_"
     assert _common_prefix(["é1".encode(), "é2".encode()]) == "é".encode()
