@@ -33,22 +33,23 @@ class MockTransport:
 
 
 class MemoryJournal:
-    """Keeps events in a list, in append order."""
+    """Keeps events in a list (`events`, in append order), indexed by run for `read`."""
 
     def __init__(self) -> None:
         self.events: list[Event] = []
+        self._by_run: dict[str, list[Event]] = {}
 
     async def append(self, event: Event) -> None:
-        self.events.append(event)
+        self.append_soon(event)
 
     def append_soon(self, event: Event) -> None:
         self.events.append(event)
+        self._by_run.setdefault(event.run_id, []).append(event)
 
     def read(self, run_id: str) -> list[Event]:
-        found = [event for event in self.events if event.run_id == run_id]
-        if not found:
+        if run_id not in self._by_run:
             raise RunNotFoundError(run_id)
-        return found
+        return list(self._by_run[run_id])
 
 
 class FakeClock:

@@ -54,6 +54,9 @@ MIGRATIONS: Sequence[str] = (
 )
 
 
+_INSERT = "INSERT INTO events(run_id, kind, at, body, crc) VALUES (?,?,?,?,?)"
+
+
 class RunSummary(msgspec.Struct, frozen=True):
     """One line of `ember runs`."""
 
@@ -125,11 +128,12 @@ class SQLiteJournal:
             for e, body, _ in batch
         ]
         try:
-            self._db.execute("BEGIN")
-            self._db.executemany(
-                "INSERT INTO events(run_id, kind, at, body, crc) VALUES (?,?,?,?,?)", rows
-            )
-            self._db.execute("COMMIT")
+            if len(rows) == 1:  # autocommit: one statement is its own transaction
+                self._db.execute(_INSERT, rows[0])
+            else:
+                self._db.execute("BEGIN")
+                self._db.executemany(_INSERT, rows)
+                self._db.execute("COMMIT")
         except sqlite3.Error as exc:
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")
