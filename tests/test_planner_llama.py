@@ -239,3 +239,19 @@ def test_a_saved_vocabulary_loads_back_and_a_broken_file_is_rebuilt(tmp_path: Pa
     assert loaded.starting_with(b'"') == [1, 7]
     path.write_bytes(path.read_bytes()[:100])  # torn write: load says so, the caller rebuilds
     assert Vocabulary.load(path) is None
+
+
+def test_grounded_values_come_from_the_request_or_a_result_of_the_same_format() -> None:
+    from ember.planner.decoding import _EMAIL
+
+    tools = {tool.tool_name: tool for tool in CATALOGUE}
+    email = {"type": "string", "format": "email"}
+    assert field_paths(tools["lookup_customer"].returns, email) == [".email"]
+    assert ".check_in" in field_paths(
+        tools["book_hotel"].returns, {"type": "string", "format": "date"}
+    )
+    assert ".hotel_name" not in field_paths(
+        tools["book_hotel"].returns, {"format": "date", "type": "string"}
+    )
+    request = "Email anna.berg@example.com. Then 发邮件给 wang.fang@example.cn。"
+    assert _EMAIL.findall(request) == ["anna.berg@example.com", "wang.fang@example.cn"]

@@ -75,12 +75,18 @@ def field_paths(
 ) -> list[str]:
     """The paths (`.hotels.0.hotel_id`, `.amount`) into a result of schema `returns`: all of
     them (for references embedded in text), or those whose value may be passed whole as an
-    argument of schema `parameter` (same JSON type; integer and number are interchangeable)."""
+    argument of schema `parameter`: the same JSON type (integer and number are
+    interchangeable) and, if the parameter has a `format` (date, email), the same format."""
     paths = _walk(returns or {}, "")
     if parameter is None:
         return [path for path, _ in paths]
     wanted = _json_type(parameter)
-    return [path for path, schema in paths if _json_type(schema) == wanted]
+    form = parameter.get("format")
+    return [
+        path
+        for path, schema in paths
+        if _json_type(schema) == wanted and (form is None or schema.get("format") == form)
+    ]
 
 
 def _walk(schema: dict[str, Any], path: str) -> Iterator[tuple[str, dict[str, Any]]]:

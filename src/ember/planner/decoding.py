@@ -27,6 +27,7 @@ import ctypes
 import itertools
 import json
 import os
+import re
 import zipfile
 from collections.abc import Callable, Sequence
 from datetime import date, timedelta
@@ -52,6 +53,7 @@ _MAX_REFERENCES = 6  # embedded references in one text
 Mask = npt.NDArray[np.bool_]
 
 _LENGTHS = {"date": 10, "code3": 3, "hhmm": 5}  # the longest value of a kind, in bytes
+_EMAIL = re.compile(r"[^@\s\"'<>(),;:]+@[^@\s\"'<>(),;:]+\.[A-Za-z]{2,}")
 _CHARSETS: dict[str, frozenset[int]] = {
     "date": frozenset(b"0123456789-"),
     "code3": frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"),
@@ -82,6 +84,10 @@ def _opens_reference(text: bytes) -> bool:
 
 
 _MASK_NAMES = ("text", *_CHARSETS, "opener")
+
+
+class _Ungrounded(Exception):
+    """A step needs a value that neither the request nor an earlier result provides."""
 
 
 class Vocabulary:
@@ -278,20 +284,27 @@ class _Cursor:
 
 
 class PlanDecoder:
-    """Decodes one plan over `catalogue`, step by step, from a model whose context already holds
-    the prompt's prefix."""
+    """Decodes one plan over `catalogue` for `request` (made on `today`), step by step, from a
+    model whose context already holds the prompt's prefix. Values the user must supply are
+    grounded in the request: an email address is one the request names (or an earlier result
+    holds), an absolute path one it spells out; a step that would need an invented one ends
+    the plan."""
 
     def __init__(
         self,
         llm: Any,
         vocab: Vocabulary,
         catalogue: Sequence[ToolDescriptor],
-        today: date | None = None,
+        *,
+        today: date,
+        request: str,
     ) -> None:
         self._llm = llm
         self._cursor = _Cursor(llm, vocab)
         self._tools = {tool.tool_name: tool for tool in catalogue}
-        self._dates = _calendar_dates(today) if today else []
+        self._dates = _calendar_dates(today)
+        self._request = request
+        self._emails = list(dict.fromkeys(_EMAIL.findall(request)))
 
     def decode(
         self,
@@ -312,7 +325,10 @@ class PlanDecoder:
             choice = cursor.choose([f"{step_id}. {name}(" for name in names] + [DONE])
             if choice == len(names):
                 break
-            step = self._step(step_id, self._tools[names[choice]], steps)
+            try:
+                step = self._step(step_id, self._tools[names[choice]], steps)
+            except _Ungrounded:
+                break  # the step needs a value that neither the request nor a result has
             if any(step.tool == s.tool and step.args == s.args for s in steps):
                 break  # a repeated call: small models loop; a plan never needs one twice
             steps.append(step)
@@ -376,6 +392,8 @@ class PlanDecoder:
             return values[cursor.choose([_literal(value) for value in values])]
         if kind == "boolean":
             return cursor.choose(["True", "False"]) == 0
+        if schema.get("format") == "email":
+            return self._email(schema, earlier)
         floor = schema.get("minimum", schema.get("exclusiveMinimum"))
         numeric = [*"0123456789"] + (["-"] if floor is None or floor < 0 else [])
         starts = {"integer": numeric, "number": numeric, "array": ["["]}
@@ -393,8 +411,11 @@ class PlanDecoder:
         if kind == "text":
             # A parameter documented to embed results ("{$N.field}") carries every result that
             # nothing else uses: a static plan has no other way to deliver them.
-            return self._text(earlier, unused if "{$" in schema.get("description", "") else ())
-        if kind == "date" and self._dates:
+            text = self._text(earlier, unused if "{$" in schema.get("description", "") else ())
+            if text.startswith("/") and text not in self._request:
+                raise _Ungrounded  # an absolute path the user never gave: invented
+            return text
+        if kind == "date":
             # One choice among real calendar dates: "20" and the dashes are forced, so a date
             # costs ~5 model passes instead of 10 (Qwen writes one digit a token).
             return self._dates[cursor.choose([f'{day}"' for day in self._dates])]
@@ -433,6 +454,16 @@ class PlanDecoder:
 
     def _paths(self, step: Step) -> list[str]:
         return ["", *field_paths(self._tools[step.tool].returns)]
+
+    def _email(self, schema: dict[str, Any], earlier: list[Step]) -> str:
+        """An address the request names or an earlier result holds: a small model invents
+        addresses ("your_email@example.com") for emails nobody asked to send."""
+        references = [f"${ref}" for ref in self._references(schema, earlier)]
+        options = [f'"{address}"' for address in self._emails] + references
+        if not options:
+            raise _Ungrounded
+        chosen = options[self._cursor.choose(options)]
+        return chosen.strip('"')
 
     def _array(self, items: dict[str, Any], earlier: list[Step]) -> list[Any]:
         cursor = self._cursor

@@ -185,7 +185,9 @@ class LlamaPlanner:
         with self._lock:
             llm = self._load()
             self._context_ready(llm, task)
-            decoder = PlanDecoder(llm, self._vocabulary(llm), task.catalogue, task.today)
+            decoder = PlanDecoder(
+                llm, self._vocabulary(llm), task.catalogue, today=task.today, request=task.request
+            )
             return decoder.decode(
                 build_request(task.request, task.today),
                 on_step=emit,
