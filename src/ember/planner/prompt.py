@@ -15,6 +15,7 @@ from datetime import date, timedelta
 from typing import Any
 
 from ember.planner.compact import render_plan
+from ember.planner.dates import annotate_dates
 from ember.planner.plan import Plan
 from ember.tools.descriptor import ToolDescriptor
 
@@ -186,8 +187,9 @@ def _shots(examples: Sequence[tuple[str, str, list[dict[str, Any]]]]) -> str:
 
 
 def user_text(request: str, today: date) -> str:
-    """The user message: today's date (for "tomorrow") and the request."""
-    return f"Today: {today.isoformat()} ({today.strftime('%A')}). Request: {request.strip()}"
+    """The user message: today's date and the request, its relative dates written out."""
+    request = annotate_dates(request.strip(), today)
+    return f"Today: {today.isoformat()} ({today.strftime('%A')}). Request: {request}"
 
 
 def build_prefix(catalogue: Sequence[ToolDescriptor]) -> str:
