@@ -255,3 +255,125 @@ def test_grounded_values_come_from_the_request_or_a_result_of_the_same_format() 
     )
     request = "Email anna.berg@example.com. Then 发邮件给 wang.fang@example.cn。"
     assert _EMAIL.findall(request) == ["anna.berg@example.com", "wang.fang@example.cn"]
+
+
+def test_what_a_request_gives_is_found_and_measures_are_not_codes() -> None:
+    from ember.planner.decoding import _givens
+
+    request = (
+        "Look up customer C-20417 and put a 30-minute call at 15:00 on 2026-03-02 titled "
+        "'Renewal', then email 3,200 NOK at 12.5 % to a.b@example.com and save it to "
+        "/data/out/c.txt. It's the users' call."
+    )
+    assert _givens(request) == [
+        "Renewal",
+        "a.b@example.com",
+        "/data/out/c.txt",
+        "C-20417",
+        "30",
+        "3200",
+        "12.5",
+    ]
+    assert _givens("生成一份标题为「2026年制度摘要」的报告") == ["2026年制度摘要"]
+
+
+def test_a_call_made_again_on_its_own_output_is_a_loop() -> None:
+    from ember.planner.decoding import _reapplies
+
+    read = Step(1, "read_file", {"path": "/a.txt"})
+    summary = Step(2, "summarize_text", {"text": "$1.content", "max_words": 50})
+    again = Step(3, "summarize_text", {"text": "$2.summary", "max_words": 50})
+    shorter = Step(3, "summarize_text", {"text": "$2.summary", "max_words": 10})
+    converted = Step(
+        1, "convert_currency", {"amount": 200, "from_currency": "GBP", "to_currency": "EUR"}
+    )
+    onward = Step(
+        2, "convert_currency", {"amount": "$1.amount", "from_currency": "EUR", "to_currency": "USD"}
+    )
+    assert _reapplies(again, [read, summary])
+    assert not _reapplies(shorter, [read, summary])
+    assert not _reapplies(summary, [read])
+    assert not _reapplies(onward, [converted])
+
+
+def test_sources_and_standard_codes_are_read_from_the_catalogue() -> None:
+    from ember.planner.decoding import _source, _standard_codes
+
+    tools = {tool.tool_name: tool for tool in CATALOGUE}
+    hotel_id = tools["book_hotel"].parameters["properties"]["hotel_id"]
+    assert _source(hotel_id, tools, "book_hotel") == "search_hotels"
+    assert _source({"description": "Customer id."}, tools, "lookup_customer") is None
+    currency = tools["convert_currency"].parameters["properties"]["to_currency"]
+    codes = _standard_codes(currency)
+    assert {"CNY", "NOK", "USD"} <= set(codes)
+    assert "RMB" not in codes
+    assert _standard_codes({"description": "IATA airport code."}) == []
+
+
+@pytest.mark.model
+@pytest.mark.skipif(_model_available() is not None, reason=str(_model_available()))
+def test_an_identifier_comes_from_the_tool_that_finds_it() -> None:
+    """The travel example on the real default model: book_hotel's hotel_id is documented to
+    come from search_hotels, so the plan searches first and books what the search found."""
+    import asyncio
+
+    from ember.planner.base import PlanningTask
+    from ember.planner.llama import LlamaPlanner
+
+    planner = LlamaPlanner(prefix_cache=False)
+    task = PlanningTask(
+        "Check the weather in Paris tomorrow, book the cheapest hotel there for 2 nights and "
+        "email the booking to alice@example.com",
+        date(2026, 3, 2),
+        CATALOGUE,
+    )
+
+    async def plan() -> list[Step]:
+        return [step async for step in planner.plan(task) if isinstance(step, Step)]
+
+    steps = asyncio.run(plan())
+    tools = [step.tool for step in steps]
+    assert "search_hotels" in tools
+    assert "book_hotel" in tools
+    search, book = tools.index("search_hotels"), tools.index("book_hotel")
+    assert search < book
+    assert steps[book].args["hotel_id"].startswith(f"${steps[search].id}.hotels.")
+    assert steps[-1].tool == "send_email"
+    assert steps[-1].args["to"] == "alice@example.com"
+
+
+@pytest.mark.model
+@pytest.mark.skipif(_model_available() is not None, reason=str(_model_available()))
+def test_a_request_typed_ahead_is_read_before_it_is_submitted() -> None:
+    """Prefill as the user types: at submit, the typed part is not read again, and the plan
+    is the one the planner makes without a prefill."""
+    import asyncio
+
+    from ember.planner.base import PlanningTask
+    from ember.planner.llama import LlamaPlanner
+    from ember.planner.prompt import user_text
+
+    planner = LlamaPlanner(prefix_cache=False)
+    today = date(2026, 3, 2)
+    request = "What's the weather in Lisbon on 2026-03-05?"
+
+    def plan(text: str) -> list[Step]:
+        async def collect() -> list[Step]:
+            task = PlanningTask(text, today, CATALOGUE)
+            return [step async for step in planner.plan(task) if isinstance(step, Step)]
+
+        return asyncio.run(collect())
+
+    plain = plan(request)
+    plan("Convert 10 euros to US dollars.")  # the cache now holds another request
+    read = [
+        planner.prefill("s1", PlanningTask(request[:end], today, CATALOGUE))
+        for end in range(1, len(request) + 1)
+    ]
+    assert sum(read) > 5
+    assert read[-1] <= 3  # each keystroke reads at most a few new tokens
+    assert planner.typed_session == "s1"
+    typed = plan(request)
+    assert typed == plain
+    request_tokens = len(planner._load().tokenize(user_text(request, today).encode(), False))
+    assert planner.reused_tokens >= request_tokens - 3

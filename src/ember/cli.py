@@ -109,8 +109,9 @@ def _planner_options(parser: argparse.ArgumentParser, *, default: str | None) ->
     )
     parser.add_argument(
         "--model",
-        help="llama: a shipped model's name or a path to a GGUF file (default: "
-        "qwen2.5-coder-0.5b); openai: the name the server knows the model by",
+        help="llama: a shipped model's name (qwen2.5-coder-1.5b, the default; "
+        "qwen2.5-coder-0.5b, faster, less accurate) or a path to a GGUF file; openai: the "
+        "name the server knows the model by",
     )
     parser.add_argument(
         "--base-url",

@@ -54,6 +54,12 @@ Mask = npt.NDArray[np.bool_]
 
 _LENGTHS = {"date": 10, "code3": 3, "hhmm": 5}  # the longest value of a kind, in bytes
 _EMAIL = re.compile(r"[^@\s\"'<>(),;:]+@[^@\s\"'<>(),;:]+\.[A-Za-z]{2,}")
+# A code the user may give for an identifier: letters and digits mixed ("C-20417", "BK-88213"),
+# not a measure ("30-minute", "5th").
+_CODE = re.compile(
+    r"(?<![\w/.-])(?![0-9]+(?:-?[a-z]+)\b)(?=[\w-]*[A-Za-z])(?=[\w-]*[0-9])\w[\w-]*\w(?![\w/@-])"
+)
+_QUOTED = re.compile(r"(?<!\w)'([^']{2,})'(?!\w)|\"([^\"]{2,})\"|「([^」]+)」|“([^”]+)”")
 _CHARSETS: dict[str, frozenset[int]] = {
     "date": frozenset(b"0123456789-"),
     "code3": frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"),
@@ -287,8 +293,11 @@ class PlanDecoder:
     """Decodes one plan over `catalogue` for `request` (made on `today`), step by step, from a
     model whose context already holds the prompt's prefix. Values the user must supply are
     grounded in the request: an email address is one the request names (or an earlier result
-    holds), an absolute path one it spells out; a step that would need an invented one ends
-    the plan."""
+    holds), an absolute path one it spells out, an identifier (`customer_id`) a code it
+    gives or an earlier result's field of that name; a step that would need an invented one
+    ends the plan. A parameter documented to come from another tool's results ("A hotel_id
+    from search_hotels results") takes a reference to that tool's step, or a code the user
+    gave: until one of the two exists, its tool is not offered."""
 
     def __init__(
         self,
@@ -305,24 +314,41 @@ class PlanDecoder:
         self._dates = _calendar_dates(today)
         self._request = request
         self._emails = list(dict.fromkeys(_EMAIL.findall(request)))
+        self._codes = list(dict.fromkeys(_CODE.findall(_EMAIL.sub(" ", request))))
+        self._givens = _givens(request)
+        self._paths_given = _PATH.findall(_EMAIL.sub(" ", request))
+        self._sources = {
+            (tool.tool_name, name): source
+            for tool in catalogue
+            for name, schema in tool.parameters.get("properties", {}).items()
+            if (source := _source(schema, self._tools, tool.tool_name))
+        }
 
     def decode(
         self,
-        prompt: str,
+        prompt: str | Sequence[int],
         on_step: Callable[[Step], None],
         on_first_token: Callable[[], None] | None = None,
     ) -> list[Step]:
-        """Append `prompt` (special tokens allowed) to the context and decode a plan after it.
-        `on_step` gets each step as soon as it is complete; `on_first_token` is called once,
-        when the model has read the prompt."""
+        """Append `prompt` (text, special tokens allowed, or tokens) to the context and decode
+        a plan after it. `on_step` gets each step as soon as it is complete; `on_first_token`
+        is called once, when the model has read the prompt."""
         cursor = self._cursor
         cursor.on_first_logits = on_first_token
-        cursor.tokens.extend(self._llm.tokenize(prompt.encode(), add_bos=False, special=True))
-        names = list(self._tools)
+        if isinstance(prompt, str):
+            cursor.tokens.extend(self._llm.tokenize(prompt.encode(), add_bos=False, special=True))
+        else:
+            cursor.tokens.extend(prompt)
         steps: list[Step] = []
         while len(steps) < MAX_STEPS:
             step_id = len(steps) + 1
-            choice = cursor.choose([f"{step_id}. {name}(" for name in names] + [DONE])
+            names = [name for name in self._tools if self._available(name, steps)]
+            # A plan begun leaves nothing the user gave unused (an address, a path, a code, a
+            # number): small models stop before the last action ("... and email it to X").
+            # While something is left that a tool could take, the plan goes on.
+            left = self._unused_givens(steps) if steps else []
+            can_end = not any(self._takes(name, v) for name in names for v in left)
+            choice = cursor.choose([f"{step_id}. {name}(" for name in names] + [DONE] * can_end)
             if choice == len(names):
                 break
             try:
@@ -331,9 +357,59 @@ class PlanDecoder:
                 break  # the step needs a value that neither the request nor a result has
             if any(step.tool == s.tool and step.args == s.args for s in steps):
                 break  # a repeated call: small models loop; a plan never needs one twice
+            if _reapplies(step, steps):
+                break  # the same call again on its own output: a loop (summary of a summary)
             steps.append(step)
             on_step(step)
         return steps
+
+    def _unused_givens(self, steps: list[Step]) -> list[str]:
+        """What the user gave (see `_givens`) that no step's arguments hold yet."""
+        held = json.dumps([step.args for step in steps], ensure_ascii=False)
+        digits = re.sub(r"[^0-9]+", " ", held).split()
+        return [
+            given
+            for given in self._givens
+            if given not in held and not (given.isdigit() and given in digits)
+        ]
+
+    def _takes(self, tool: str, given: str) -> bool:
+        """Whether tool `tool` has a parameter that can hold `given` (see `_givens`)."""
+        for schema in self._tools[tool].parameters.get("properties", {}).values():
+            kind = value_kind(schema)
+            if "@" in given:
+                if schema.get("format") == "email":
+                    return True
+            elif given.startswith("/"):
+                if kind == "text" and _PATH_PARAMETER.search(schema.get("description", "")):
+                    return True
+            elif _NUMERIC.match(given):
+                if kind in ("integer", "number", "text"):
+                    return True
+            elif kind == "text":  # a code
+                return True
+        return False
+
+    def _invented_number(self, value: Any) -> bool:
+        """A literal number that the request does not state (options the model adds from
+        habit: "max_words": 50)."""
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return False
+        return not any(float(given) == value for given in self._givens if _NUMERIC.match(given))
+
+    def _available(self, name: str, earlier: list[Step]) -> bool:
+        """Whether every required parameter of tool `name` that must be grounded (see
+        `_grounded`) has a value to take. A first step may still write an identifier or a
+        path freely (it must then appear in the request); a later one may not."""
+        tool = self._tools[name]
+        props = tool.parameters.get("properties", {})
+        unused = self._unused(earlier, {})
+        for param in tool.parameters.get("required", []):
+            options = self._grounded(name, param, props.get(param, {}), earlier, unused)
+            sourced = (name, param) in self._sources
+            if options == [] and (sourced or earlier):
+                return False
+        return True
 
     def _step(self, step_id: int, tool: ToolDescriptor, earlier: list[Step]) -> Step:
         cursor = self._cursor
@@ -343,8 +419,12 @@ class PlanDecoder:
         remaining = list(props)
         args: dict[str, Any] = {}
         while True:
+            unused = self._unused(earlier, args)
             candidates: list[str] = []
             for name in remaining:
+                grounded = self._grounded(tool.tool_name, name, props[name], earlier, unused)
+                if grounded == [] and name not in required:
+                    continue  # an optional identifier nothing grounds: left out
                 candidates.append(name)
                 if name in required:
                     break
@@ -358,8 +438,15 @@ class PlanDecoder:
                 break
             name = candidates[choice]
             remaining = remaining[remaining.index(name) + 1 :]
-            unused = self._unused(earlier, args)
-            args[name] = self._value(props[name], earlier, unused)
+            grounded = self._grounded(tool.tool_name, name, props[name], earlier, unused)
+            if grounded is None:
+                value = self._value(props[name], earlier, unused)
+                if name in required or not self._invented_number(value):
+                    args[name] = value  # an optional number the user never said is left out
+            else:
+                args[name] = self._identifier(
+                    props[name], earlier, grounded, sourced=(tool.tool_name, name) in self._sources
+                )
         after = self._after(earlier) if choice - len(candidates) == 1 else []
         return Step(id=step_id, tool=tool.tool_name, args=args, after=after)
 
@@ -398,13 +485,20 @@ class PlanDecoder:
         numeric = [*"0123456789"] + (["-"] if floor is None or floor < 0 else [])
         starts = {"integer": numeric, "number": numeric, "array": ["["]}
         literal = starts.get(kind, ['"'])
-        references = self._references(schema, earlier)
+        # Several results to deliver in one text parameter: a text citing each, not one whole.
+        cites_all = "{$" in schema.get("description", "") and len(unused) > 1
+        references = [] if cites_all else self._references(schema, unused or earlier)
+        if not references and not cites_all:
+            references = self._references(schema, earlier)
         options = literal + (["$"] if references else [])
         choice = cursor.choose(options)
         if choice == len(literal):
             return "$" + references[cursor.choose(references)]
         if kind == "array":
-            return self._array(schema.get("items", {"type": "string"}), earlier)
+            items = schema.get("items", {"type": "string"})
+            if "{$" in schema.get("description", "") and "description" not in items:
+                items = {**items, "description": schema["description"]}  # "each may embed"
+            return self._array(items, earlier, unused)
         if kind in ("integer", "number"):
             text, _ = cursor.sample(kind, b",)]", _SHORT_TOKENS)
             return _number(options[choice] + text, kind)
@@ -415,6 +509,8 @@ class PlanDecoder:
             if text.startswith("/") and text not in self._request:
                 raise _Ungrounded  # an absolute path the user never gave: invented
             return text
+        if kind == "code3" and (codes := _standard_codes(schema)):
+            return codes[cursor.choose([f'{code}"' for code in codes])]
         if kind == "date":
             # One choice among real calendar dates: "20" and the dashes are forced, so a date
             # costs ~5 model passes instead of 10 (Qwen writes one digit a token).
@@ -465,9 +561,65 @@ class PlanDecoder:
         chosen = options[self._cursor.choose(options)]
         return chosen.strip('"')
 
-    def _array(self, items: dict[str, Any], earlier: list[Step]) -> list[Any]:
+    def _grounded(
+        self,
+        tool: str,
+        name: str,
+        schema: dict[str, Any],
+        earlier: list[Step],
+        unused: Sequence[Step],
+    ) -> list[str] | None:
+        """The values a parameter the user or an earlier result must supply may take; None
+        for other parameters. Small models fill such parameters with whatever is at hand
+        ("hotel_id": "Paris", a path from the examples).
+
+        - an absolute path (a parameter documented as a path or directory): one the request
+          spells out, or an earlier result's field named like one (`path`, `files.0`);
+        - an identifier (`customer_id`): a code the request gives ("C-20417"), or an earlier
+          result's field of the same name;
+        - a parameter documented to come from another tool ("A hotel_id from search_hotels
+          results"): a code the request gives, or a field of that tool's results.
+        References go to results nothing uses yet where there are any: each feeds one call."""
+        source = self._sources.get((tool, name))
+        path = value_kind(schema) == "text" and bool(
+            _PATH_PARAMETER.search(schema.get("description", ""))
+        )
+        if source is None and not path and not _is_identifier(name, schema):
+            return None
+        steps = [step for step in earlier if source is None or step.tool == source]
+        fresh = [step for step in steps if step in unused]
+        found = self._references(schema, fresh or steps)
+        if path:
+            literals = self._paths_given
+            named = [ref for ref in found if _PATH_FIELD.search(ref.split(".", 1)[-1])]
+        else:
+            literals = self._codes
+            named = [ref for ref in found if ref.rsplit(".", 1)[-1] in (name, "id")]
+        return [f'"{value}"' for value in literals] + [
+            f"${ref}" for ref in named or (found if source else [])
+        ]
+
+    def _identifier(
+        self, schema: dict[str, Any], earlier: list[Step], options: list[str], *, sourced: bool
+    ) -> Any:
+        """One of `options` (see `_grounded`). Without any, an identifier or a path is written
+        freely but must appear in the request (an identifier is not an email address); a
+        sourced value cannot be had."""
+        if options:
+            return options[self._cursor.choose(options)].strip('"')
+        if sourced:
+            raise _Ungrounded
+        text = self._value(schema, earlier)
+        if not isinstance(text, str) or "@" in text or text not in self._request:
+            raise _Ungrounded  # a value the user never gave: invented
+        return text
+
+    def _array(
+        self, items: dict[str, Any], earlier: list[Step], unused: Sequence[Step] = ()
+    ) -> list[Any]:
+        """A list; the results still to deliver are offered to its first item."""
         cursor = self._cursor
-        values = [self._value(items, earlier)]
+        values = [self._value(items, earlier, unused)]
         while len(values) < _MAX_ITEMS:
             if cursor.choose([", ", "]"]) == 1:
                 return values
@@ -475,12 +627,80 @@ class PlanDecoder:
         cursor.force("]")
         return values
 
-    def _references(self, schema: dict[str, Any], earlier: list[Step]) -> list[str]:
+    def _references(self, schema: dict[str, Any], earlier: Sequence[Step]) -> list[str]:
         return [
             f"{step.id}{path}"
             for step in earlier
             for path in field_paths(self._tools[step.tool].returns, schema)
         ]
+
+
+_PATH = re.compile(r"(?<![\w.])/[\w.-]+(?:/[\w.-]+)*\w")
+_NUMERIC = re.compile(r"[0-9.]+$")
+_PATH_PARAMETER = re.compile(r"\b(path|directory|folder)\b", re.IGNORECASE)
+_PATH_FIELD = re.compile(r"(path|file|dir|folder)", re.IGNORECASE)
+_NUMBER = re.compile(r"(?<![\w.,:/-])[0-9]+(?:,[0-9]{3})*(?:\.[0-9]+)?(?![\w:/]|-[0-9]|[.,][0-9])")
+
+
+def _givens(request: str) -> list[str]:
+    """The values a request gives that a plan for it uses somewhere: quoted text, email
+    addresses, absolute paths, codes ("C-20417") and whole numbers (thousands separators
+    dropped)."""
+    quoted = ["".join(groups) for groups in _QUOTED.findall(request)]
+    rest = _QUOTED.sub(" ", request)
+    emails = _EMAIL.findall(rest)
+    rest = _EMAIL.sub(" ", rest)
+    paths = _PATH.findall(rest)
+    rest = _PATH.sub(" ", rest)
+    codes = _CODE.findall(rest)
+    rest = _CODE.sub(" ", rest)
+    numbers = [number.replace(",", "") for number in _NUMBER.findall(rest)]
+    return list(dict.fromkeys([*quoted, *emails, *paths, *codes, *numbers]))
+
+
+def _reapplies(step: Step, earlier: list[Step]) -> bool:
+    """Whether `step` makes an earlier step's call again, with that step's result in place of
+    one argument and every other argument the same."""
+    by_id = {s.id: s for s in earlier}
+    for name, value in step.args.items():
+        for ref in references({name: value}):
+            source = by_id.get(ref.step)
+            if source is not None and source.tool == step.tool:
+                others = {k: v for k, v in step.args.items() if k != name}
+                if others == {k: v for k, v in source.args.items() if k != name}:
+                    return True
+    return False
+
+
+def _standard_codes(schema: dict[str, Any]) -> list[str]:
+    """The codes of the ISO standard a three-letter code parameter names (currencies, ISO
+    4217; countries, ISO 3166 alpha-3), so that a code is one that exists ("CNY", not "RMB")."""
+    description = schema.get("description", "")
+    if "ISO 4217" in description or "currency" in description.lower():
+        import pycountry
+
+        return sorted(currency.alpha_3 for currency in pycountry.currencies)
+    if "ISO 3166" in description:
+        import pycountry
+
+        return sorted(country.alpha_3 for country in pycountry.countries)
+    return []
+
+
+def _is_identifier(name: str, schema: dict[str, Any]) -> bool:
+    return value_kind(schema) == "text" and (
+        name.lower() == "id" or name.endswith(("_id", "Id", "_ID"))
+    )
+
+
+def _source(schema: dict[str, Any], tools: dict[str, ToolDescriptor], own: str) -> str | None:
+    """The tool whose results a parameter's value comes from, where its description names
+    one ("A hotel_id from search_hotels results.")."""
+    description = schema.get("description", "")
+    for name in tools:
+        if name != own and re.search(rf"\bfrom {re.escape(name)}\b", description):
+            return name
+    return None
 
 
 def _calendar_dates(today: date) -> list[str]:
