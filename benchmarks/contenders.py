@@ -540,34 +540,73 @@ def transport_mcp_stdio(n: int) -> Samples:
 # -- a whole run: the four latency layers of the travel example -----------------------------------
 
 
-def run_layers(n: int, *, planner: str = "scripted") -> dict[str, Samples]:
+# Variants of the travel example (same shape, other cities and addresses), so that no run starts
+# with its own request already in the model's cache from the run before.
+TRAVEL_VARIANTS = [
+    ("Paris", "alice@example.com"),
+    ("Lisbon", "bruno@example.org"),
+    ("Vienna", "chen@example.net"),
+    ("Oslo", "dana@example.com"),
+    ("Madrid", "emil@example.org"),
+]
+
+
+def travel_request(city: str, email: str) -> str:
+    return (
+        f"Check the weather in {city} tomorrow, book the cheapest hotel there for 2 nights and "
+        f"email the booking to {email}"
+    )
+
+
+def run_layers(
+    n: int, *, planner: str = "scripted", model: str | None = None, typed: bool = False
+) -> dict[str, Samples]:
     """The travel example end to end on the demo tools and a real SQLite journal, in one
-    process (for `llama`: the embedded model, its prompt prefix warm): each run's L1-L4."""
+    process (for `llama`: the embedded model, its prompt prefix warm): each run's L1-L4.
+    With `typed`, the request is first typed into the planner's prefill one character at a
+    time, as a typist's keystrokes arrive (each keystroke's prefill time is a series too: at
+    5 characters a second, each must take under 200 ms to keep up)."""
     from datetime import date
 
     from ember import Runtime, SQLiteJournal
+    from ember.planner.base import PlanningTask
     from ember.planner.scripted import DEMO_SCRIPT, ScriptedPlanner
     from ember.tools.demo import DemoWorld, demo_registry
 
-    task = next(iter(DEMO_SCRIPT))
+    requests = [next(iter(DEMO_SCRIPT))]
     chosen: Any = ScriptedPlanner(DEMO_SCRIPT)
     if planner == "llama":
         from ember.planner.llama import LlamaPlanner
 
-        chosen = LlamaPlanner()
+        chosen = LlamaPlanner(model)
+        requests = [travel_request(city, email) for city, email in TRAVEL_VARIANTS]
     series: dict[str, Samples] = {
         k: [] for k in ("l1_ttft", "l1_plan", "l2_overhead", "l3_persist", "l4_e2e")
     }
+    if typed:
+        series["keystroke_prefill"] = []
+    today = date(2026, 3, 2)
     with tempfile.TemporaryDirectory() as tmp:
         journal = SQLiteJournal(Path(tmp) / "bench.db")
-        runtime = Runtime(demo_registry(DemoWorld(Path(tmp) / "demo")), chosen, journal)
+        registry = demo_registry(DemoWorld(Path(tmp) / "demo"))
+        runtime = Runtime(registry, chosen, journal)
+        catalogue = tuple(registry.descriptors())
+
+        def type_in(request: str) -> None:
+            for end in range(1, len(request) + 1):
+                start = time.perf_counter()
+                chosen.prefill("bench", PlanningTask(request[:end], today, catalogue))
+                series["keystroke_prefill"].append(time.perf_counter() - start)
 
         async def main() -> None:
-            await runtime.run(task, today=date(2026, 3, 2))  # warm: model, prefix, caches
-            for _ in range(max(1, n)):
-                result = await runtime.run(task, today=date(2026, 3, 2))
-                for key, values in series.items():
-                    values.append(result.latency_ms[key] / 1000)
+            await runtime.run(requests[-1], today=today)  # warm: model, prefix, caches
+            for index in range(max(1, n)):
+                request = requests[index % len(requests)]
+                if typed:
+                    type_in(request)
+                result = await runtime.run(request, today=today)
+                for key in ("l1_ttft", "l1_plan", "l2_overhead", "l3_persist", "l4_e2e"):
+                    series[key].append(result.latency_ms[key] / 1000)
 
         try:
             asyncio.run(main())

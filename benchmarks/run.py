@@ -164,6 +164,20 @@ SUITES: dict[str, list[Row]] = {
     "run": [
         Row("travel.scripted", "run_layers", None, 30, {"planner": "scripted", "_warmup": False}),
         Row("travel.llama", "run_layers", None, 5, {"planner": "llama", "_warmup": False}),
+        Row(
+            "travel.llama.typed_ahead",
+            "run_layers",
+            None,
+            5,
+            {"planner": "llama", "typed": True, "_warmup": False},
+        ),
+        Row(
+            "travel.llama_0.5b",
+            "run_layers",
+            None,
+            5,
+            {"planner": "llama", "model": "qwen2.5-coder-0.5b", "_warmup": False},
+        ),
     ],
     "executor": [
         Row("fanout10x50ms.floor.gather", "floor_gather_fanout", None, 30),

@@ -22,11 +22,12 @@ from ember.planner.base import FirstToken, PlanEvent, PlanningTask
 from ember.planner.decoding import VOCABULARY_FORMAT, PlanDecoder, Vocabulary
 from ember.planner.models import cache_dir, resolve_model
 from ember.planner.plan import Step
-from ember.planner.prompt import build_dated, build_prefix, build_request
+from ember.planner.prompt import build_dated, build_prefix, build_request, user_text
 
 __all__ = ["LlamaPlanner"]
 
 _DONE = object()
+_TYPING_HOLD = 2  # tokens at the end of a typed-ahead request left unread: the word may go on
 
 
 class LlamaPlanner:
@@ -51,6 +52,9 @@ class LlamaPlanner:
         self._llm: Any = None
         self._vocab: Vocabulary | None = None
         self._lock = threading.Lock()
+        self._kv_end = 0  # the KV cache holds input_ids[:_kv_end], maybe past llm.n_tokens
+        self.typed_session: str | None = None  # whose typed-ahead request the cache holds
+        self.reused_tokens = 0  # of the last plan's request, how many were already read
 
     def _load(self) -> Any:
         if self._llm is None:
@@ -83,6 +87,38 @@ class LlamaPlanner:
             self._context_ready(llm, task)
             self._vocabulary(llm)
 
+    def prefill(self, session_id: str, task: PlanningTask) -> int:
+        """Read the request typed so far (`task.request`, unfinished) into the model now, so
+        that when it is submitted only its last few tokens are left to read: call it as the
+        user types (it blocks while the model reads; from async code run it in a thread).
+        Returns how many tokens it read. The cache holds one typed-ahead request: another
+        session's prefill replaces it, and `plan()` reuses what of it matches its own prompt,
+        token by token, so a prefill never changes a plan, only how soon it starts."""
+        with self._lock:
+            llm = self._load()
+            self._context_ready(llm, task)
+            self._vocabulary(llm)
+            typed = llm.tokenize(user_text(task.request, task.today).encode(), add_bos=False)
+            typed = typed[: max(0, len(typed) - _TYPING_HOLD)]
+            reused = self._reuse_typed(llm, typed)
+            if reused < len(typed):
+                llm.eval(typed[reused:])
+            self._kv_end = llm.n_tokens
+            self.typed_session = session_id
+            return len(typed) - reused
+
+    def _reuse_typed(self, llm: Any, tokens: list[int]) -> int:
+        """Skip over the start of `tokens` that the KV cache already holds right after the
+        current context (read by an earlier `prefill`); returns how many were skipped."""
+        start = llm.n_tokens
+        held = llm.input_ids[start : max(start, self._kv_end)].tolist()
+        same = next(
+            (i for i, (a, b) in enumerate(zip(held, tokens, strict=False)) if a != b),
+            min(len(held), len(tokens)),
+        )
+        llm.n_tokens = start + same
+        return same
+
     def _context_ready(self, llm: Any, task: PlanningTask) -> None:
         """Leave exactly the prompt's prefix and dated part in the KV cache, so the request is
         evaluated right after them."""
@@ -105,6 +141,7 @@ class LlamaPlanner:
                 common = self._cached_tokens(llm, tokens)
             llm.n_tokens = common  # llama.cpp drops the cache after it on the next eval
             llm.eval(tokens[common:])
+            self._kv_end = llm.n_tokens
             if self.prefix_cache:
                 self._save_prefix(llm, path, tokens)
         llm.n_tokens = len(tokens)
@@ -160,6 +197,7 @@ class LlamaPlanner:
         array = (llama_cpp.llama_token * capacity)()
         count = ctypes.c_size_t(0)
         llm.reset()
+        self._kv_end = 0
         read = llama_cpp.llama_state_seq_load_file(
             llm._ctx.ctx, str(path).encode(), 0, array, capacity, ctypes.byref(count)
         )
@@ -167,7 +205,7 @@ class LlamaPlanner:
             llm.reset()
             return False
         llm.input_ids[: len(tokens)] = tokens
-        llm.n_tokens = len(tokens)
+        llm.n_tokens = self._kv_end = len(tokens)
         return True
 
     def _vocabulary(self, llm: Any) -> Vocabulary:
@@ -188,11 +226,17 @@ class LlamaPlanner:
             decoder = PlanDecoder(
                 llm, self._vocabulary(llm), task.catalogue, today=task.today, request=task.request
             )
-            return decoder.decode(
-                build_request(task.request, task.today),
-                on_step=emit,
-                on_first_token=lambda: emit(FirstToken()),
-            )
+            prompt = build_request(task.request, task.today)
+            tokens = llm.tokenize(prompt.encode(), add_bos=False, special=True)
+            # What a prefill already read is skipped; the last token is read again for logits.
+            reused = self.reused_tokens = self._reuse_typed(llm, tokens[:-1])
+            try:
+                return decoder.decode(
+                    tokens[reused:], on_step=emit, on_first_token=lambda: emit(FirstToken())
+                )
+            finally:
+                self._kv_end = llm.n_tokens
+                self.typed_session = None
 
     async def plan(self, task: PlanningTask) -> AsyncIterator[PlanEvent]:
         loop = asyncio.get_running_loop()
