@@ -178,6 +178,13 @@ SUITES: dict[str, list[Row]] = {
             5,
             {"planner": "llama", "model": "qwen2.5-coder-0.5b", "_warmup": False},
         ),
+        Row(
+            "travel.llama_0.5b.typed_ahead",
+            "run_layers",
+            None,
+            5,
+            {"planner": "llama", "model": "qwen2.5-coder-0.5b", "typed": True, "_warmup": False},
+        ),
     ],
     "executor": [
         Row("fanout10x50ms.floor.gather", "floor_gather_fanout", None, 30),

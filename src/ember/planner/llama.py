@@ -27,7 +27,6 @@ from ember.planner.prompt import build_dated, build_prefix, build_request, user_
 __all__ = ["LlamaPlanner"]
 
 _DONE = object()
-_TYPING_HOLD = 2  # tokens at the end of a typed-ahead request left unread: the word may go on
 
 
 class LlamaPlanner:
@@ -89,7 +88,7 @@ class LlamaPlanner:
 
     def prefill(self, session_id: str, task: PlanningTask) -> int:
         """Read the request typed so far (`task.request`, unfinished) into the model now, so
-        that when it is submitted only its last few tokens are left to read: call it as the
+        that when it is submitted only the prompt's closing tokens are left to read: call it as the
         user types (it blocks while the model reads; from async code run it in a thread).
         Returns how many tokens it read. The cache holds one typed-ahead request: another
         session's prefill replaces it, and `plan()` reuses what of it matches its own prompt,
@@ -98,8 +97,9 @@ class LlamaPlanner:
             llm = self._load()
             self._context_ready(llm, task)
             self._vocabulary(llm)
+            # All of it, the last word too: if typing changes how the end is tokenized, only
+            # the tokens from the first that differs are read again.
             typed = llm.tokenize(user_text(task.request, task.today).encode(), add_bos=False)
-            typed = typed[: max(0, len(typed) - _TYPING_HOLD)]
             reused = self._reuse_typed(llm, typed)
             if reused < len(typed):
                 llm.eval(typed[reused:])
