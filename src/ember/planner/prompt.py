@@ -58,7 +58,7 @@ are two calls.
 items by index: $1.hotels.0.hotel_id); inside a text write {$N.field}.
 - Write " after N" at the end of a call that must wait for step N but uses none of its results.
 - Add optional arguments (marked ?) only when the request asks for them.
-- If no tool does what is asked (a tool for a similar action does not count), write only: done
+- If no tool can do what is asked, write only: done
 """
 _TOOLS_HEADING = "\nTools (name(arguments) -> result fields: what it does):\n"
 
@@ -123,8 +123,6 @@ _EXAMPLES = [
         ],
     ),
     ("2026-01-12", "Order a pizza to my office.", []),
-    ("2026-01-12", "Cancel the team meeting this Friday.", []),
-    ("2026-01-12", "Print /srv/notes/q1.txt on the office printer.", []),
 ]
 
 
