@@ -377,3 +377,29 @@ def test_a_request_typed_ahead_is_read_before_it_is_submitted() -> None:
     assert typed == plain
     request_tokens = len(planner._load().tokenize(user_text(request, today).encode(), False))
     assert planner.reused_tokens == request_tokens
+
+
+@pytest.mark.model
+@pytest.mark.skipif(_model_available() is not None, reason=str(_model_available()))
+def test_a_request_no_tool_fits_gets_an_empty_plan() -> None:
+    """The default model prefers some tool for almost any request; how much it prefers one
+    tells the requests no tool fits apart (the calibrated abstain margin)."""
+    import asyncio
+
+    from ember.planner.base import PlanningTask
+    from ember.planner.llama import LlamaPlanner
+
+    planner = LlamaPlanner(prefix_cache=False)
+    assert planner.abstain_margin is not None
+
+    def plan(request: str) -> list[Step]:
+        async def collect() -> list[Step]:
+            task = PlanningTask(request, date(2026, 3, 2), CATALOGUE)
+            return [step async for step in planner.plan(task) if isinstance(step, Step)]
+
+        return asyncio.run(collect())
+
+    assert plan("Play some jazz on the living-room speakers.") == []
+    assert [step.tool for step in plan("What's the weather in Oslo on 2026-03-05?")] == [
+        "get_weather"
+    ]

@@ -238,6 +238,24 @@ class _Cursor:
         self.text = rests[chosen]
         return chosen
 
+    def margin(self, first: bytes, second: bytes) -> float | None:
+        """The model's best logit for a token that begins `first` minus its best for one that
+        begins `second`, at the current position (None where forced text is pending: the
+        comparison would need token healing)."""
+        if self.text:
+            return None
+        logits = self._logits()
+
+        def best(text: bytes) -> float:
+            tokens = [
+                t
+                for t in self.vocab.starting_with(text[:1])
+                if text.startswith(self.vocab.pieces[t])
+            ]
+            return max(float(logits[t]) for t in tokens)
+
+        return best(first) - best(second)
+
     def sample(
         self, kind: str, closing: bytes, limit: int, *, openers: bool = False
     ) -> tuple[str, bool]:
@@ -307,8 +325,10 @@ class PlanDecoder:
         *,
         today: date,
         request: str,
+        abstain_margin: float | None = None,
     ) -> None:
         self._llm = llm
+        self._abstain_margin = abstain_margin
         self._cursor = _Cursor(llm, vocab)
         self._tools = {tool.tool_name: tool for tool in catalogue}
         self._dates = _calendar_dates(today)
@@ -348,6 +368,8 @@ class PlanDecoder:
             # While something is left that a tool could take, the plan goes on.
             left = self._unused_givens(steps) if steps else []
             can_end = not any(self._takes(name, v) for name in names for v in left)
+            if not steps and self._abstains(f"{step_id}. ", DONE):
+                break  # no tool fits: the model's preference for a step is too weak
             choice = cursor.choose([f"{step_id}. {name}(" for name in names] + [DONE] * can_end)
             if choice == len(names):
                 break
@@ -362,6 +384,15 @@ class PlanDecoder:
             steps.append(step)
             on_step(step)
         return steps
+
+    def _abstains(self, step: str, done: str) -> bool:
+        """Whether the model's logit for starting `step` exceeds its logit for `done` by less
+        than the abstain margin. Small models prefer some tool for almost any request; how
+        much they prefer it separates the requests no tool fits (docs/benchmarks.md)."""
+        if self._abstain_margin is None:
+            return False
+        margin = self._cursor.margin(step.encode(), done.encode())
+        return margin is not None and margin < self._abstain_margin
 
     def _unused_givens(self, steps: list[Step]) -> list[str]:
         """What the user gave (see `_givens`) that no step's arguments hold yet."""

@@ -20,7 +20,7 @@ from typing import Any
 from ember.errors import ModelError
 from ember.planner.base import FirstToken, PlanEvent, PlanningTask
 from ember.planner.decoding import VOCABULARY_FORMAT, PlanDecoder, Vocabulary
-from ember.planner.models import cache_dir, resolve_model
+from ember.planner.models import cache_dir, resolve_model, shipped_model
 from ember.planner.plan import Step
 from ember.planner.prompt import build_dated, build_prefix, build_request, user_text
 
@@ -42,8 +42,15 @@ class LlamaPlanner:
         n_threads: int | None = None,
         n_threads_batch: int | None = None,
         prefix_cache: bool = True,
+        abstain_margin: float | None = None,
     ) -> None:
         self.model_path: Path = resolve_model(model)
+        shipped = shipped_model(model)
+        self.abstain_margin = (
+            abstain_margin
+            if abstain_margin is not None
+            else (shipped.abstain_margin if shipped is not None else None)
+        )
         self._n_ctx = n_ctx
         self._n_threads = n_threads or 1
         self._n_threads_batch = n_threads_batch or (os.cpu_count() or 2)
@@ -224,7 +231,12 @@ class LlamaPlanner:
             llm = self._load()
             self._context_ready(llm, task)
             decoder = PlanDecoder(
-                llm, self._vocabulary(llm), task.catalogue, today=task.today, request=task.request
+                llm,
+                self._vocabulary(llm),
+                task.catalogue,
+                today=task.today,
+                request=task.request,
+                abstain_margin=self.abstain_margin,
             )
             prompt = build_request(task.request, task.today)
             tokens = llm.tokenize(prompt.encode(), add_bos=False, special=True)

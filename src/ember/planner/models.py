@@ -26,7 +26,7 @@ import platformdirs
 
 from ember.errors import ModelError
 
-__all__ = ["DEFAULT_MODEL", "SHIPPED_MODELS", "ShippedModel", "resolve_model"]
+__all__ = ["DEFAULT_MODEL", "SHIPPED_MODELS", "ShippedModel", "resolve_model", "shipped_model"]
 
 
 class ShippedModel(msgspec.Struct, frozen=True):
@@ -38,6 +38,10 @@ class ShippedModel(msgspec.Struct, frozen=True):
     size: int
     sha256: str
     licence: str
+    # The plan starts with `done` (no tool fits) when the model's logit for starting a step
+    # exceeds its logit for `done` by less than this; None: only where the model prefers
+    # `done`. Calibrated per model (docs/benchmarks.md, "No tool fits").
+    abstain_margin: float | None = None
 
     def part_paths(self) -> list[Path]:
         paths = []
@@ -70,6 +74,7 @@ SHIPPED_MODELS: dict[str, ShippedModel] = {
         size=1_117_320_768,
         sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
         licence="Apache-2.0 (upstream Qwen2.5-Coder; not shipped in the PyPI parts)",
+        abstain_margin=6.25,
     ),
 }
 DEFAULT_MODEL = "qwen2.5-coder-1.5b"
@@ -80,6 +85,11 @@ def cache_dir() -> Path:
     return (
         Path(os.environ.get("EMBER_MODEL_DIR") or platformdirs.user_cache_dir("ember")) / "models"
     )
+
+
+def shipped_model(name_or_path: str | None = None) -> ShippedModel | None:
+    """The shipped model `name_or_path` names (the default for None), or None for a file."""
+    return SHIPPED_MODELS.get(name_or_path or DEFAULT_MODEL)
 
 
 def resolve_model(name_or_path: str | None = None) -> Path:
