@@ -21,8 +21,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import Executor
 from typing import Any
 
-import msgspec
-
 from ember.errors import (
     ArgumentError,
     NondeterminismError,
@@ -48,6 +46,7 @@ from ember.journal import (
     StepSkipped,
     StepState,
     StepStatus,
+    canonical_args,
     idempotency_key,
 )
 from ember.planner.base import FirstToken, PlanEvent
@@ -241,11 +240,12 @@ class RunExecution:
             if not self._approved(step, registered, args, record):
                 self.recorder.step(step.id, step.tool, started, 0.0, 0.0)
                 return
-            shared = self._calls.get(_call_key(step.tool, args))
+            call = _call_key(step.tool, args)
+            shared = self._calls.get(call)
             if shared is not None:  # the same call is in this plan already: run it once
                 outcome = await asyncio.shield(shared)
             else:
-                called, persist = await self._call_once(step, registered, args, record)
+                called, persist = await self._call_once(step, registered, args, call, record)
                 if called is None:
                     self.recorder.step(step.id, step.tool, started, 0.0, 0.0)
                     return
@@ -270,12 +270,14 @@ class RunExecution:
         step: Step,
         registered: RegisteredTool,
         args: dict[str, Any],
+        call: tuple[str, bytes],
         record: StepState | None,
     ) -> tuple[ToolResult | None, float]:
-        """Intent, then the call, registered so that duplicates share it. (None: not called.)"""
+        """Intent, then the call, registered under `call` (`_call_key`) so that duplicates
+        share it. (None: not called.)"""
         clock = self.recorder.clock
         persist = 0.0
-        key = idempotency_key(self.run_id, step.id, step.tool, args)
+        key = idempotency_key(self.run_id, step.id, step.tool, args, call[1])
         if record is not None and record.intent_args is not None:  # interrupted mid-call
             if record.intent_args != args:
                 raise NondeterminismError(
@@ -297,7 +299,7 @@ class RunExecution:
         if self.first_dispatch is None:
             self.first_dispatch = self.wall()
         future: asyncio.Future[ToolResult] = asyncio.get_running_loop().create_future()
-        self._calls[_call_key(step.tool, args)] = future
+        self._calls[call] = future
         context = StepContext(
             self.run_id,
             step.id,
@@ -457,4 +459,4 @@ class RunExecution:
 
 
 def _call_key(tool: str, args: dict[str, Any]) -> tuple[str, bytes]:
-    return tool, msgspec.json.encode(args, order="sorted")
+    return tool, canonical_args(args)

@@ -27,6 +27,7 @@ from ember.journal.events import (
     StepSkipped,
     StepState,
     StepStatus,
+    canonical_args,
     fold,
     idempotency_key,
 )
@@ -59,6 +60,7 @@ __all__ = [
     "StepSkipped",
     "StepState",
     "StepStatus",
+    "canonical_args",
     "fold",
     "idempotency_key",
 ]

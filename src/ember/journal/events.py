@@ -53,6 +53,7 @@ __all__ = [
     "StepSkipped",
     "StepState",
     "StepStatus",
+    "canonical_args",
     "decode_event",
     "encode_event",
     "fold",
@@ -219,10 +220,19 @@ def decode_event(body: bytes) -> Event:
     return event
 
 
-def idempotency_key(run_id: str, step_id: int, tool: str, args: dict[str, Any]) -> str:
+def canonical_args(args: dict[str, Any]) -> bytes:
+    """The arguments' canonical JSON (keys sorted): what identifies a call."""
+    return msgspec.json.encode(args, order="sorted")
+
+
+def idempotency_key(
+    run_id: str, step_id: int, tool: str, args: dict[str, Any], canonical: bytes | None = None
+) -> str:
     """Derived from what the action is (run, step, tool, canonical arguments), never from where
-    the runtime happened to be, so a re-dispatch after a crash carries the same key."""
-    canonical = msgspec.json.encode(args, order="sorted")
+    the runtime happened to be, so a re-dispatch after a crash carries the same key. Pass
+    `canonical` (`canonical_args(args)`) where it is already computed."""
+    if canonical is None:
+        canonical = canonical_args(args)
     digest = hashlib.sha256(
         b"\x1f".join([run_id.encode(), str(step_id).encode(), tool.encode(), canonical])
     )
