@@ -9,6 +9,7 @@ import subprocess
 import sys
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -108,6 +109,19 @@ def _model_available() -> str | None:
 
 
 @pytest.mark.model
+def _plan(planner: Any, request: str, today: date = date(2026, 3, 2)) -> list[Step]:
+    """The steps `planner` plans for `request` over the demo catalogue."""
+    import asyncio
+
+    from ember.planner.base import PlanningTask
+
+    async def collect() -> list[Step]:
+        task = PlanningTask(request, today, CATALOGUE)
+        return [step async for step in planner.plan(task) if isinstance(step, Step)]
+
+    return asyncio.run(collect())
+
+
 @pytest.mark.skipif(_model_available() is not None, reason=str(_model_available()))
 def test_embedded_model_answers_a_single_tool_request(ember_env: dict[str, str]) -> None:
     """The README's first command, for real: the shipped model plans, the demo tool runs."""
@@ -198,23 +212,11 @@ def test_common_prefixes_end_on_whole_characters() -> None:
 def test_the_embedded_model_writes_a_valid_multi_step_plan() -> None:
     """The real model, through the driven decoder: a chain whose second step uses the first's
     result. Every reference it writes must point at an earlier step's existing field."""
-    import asyncio
-
     from ember.planner import scoring
-    from ember.planner.base import PlanningTask
     from ember.planner.llama import LlamaPlanner
 
     planner = LlamaPlanner(prefix_cache=False)
-    task = PlanningTask(
-        "Look up customer C-4471 and email their tier to sales@example.com.",
-        date(2026, 3, 2),
-        CATALOGUE,
-    )
-
-    async def plan() -> list[Step]:
-        return [step async for step in planner.plan(task) if isinstance(step, Step)]
-
-    steps = asyncio.run(plan())
+    steps = _plan(planner, "Look up customer C-4471 and email their tier to sales@example.com.")
     assert [step.tool for step in steps][:2] == ["lookup_customer", "send_email"]
     assert steps[0].args == {"customer_id": "C-4471"}
     assert steps[1].args["to"] == "sales@example.com"
@@ -315,23 +317,13 @@ def test_sources_and_standard_codes_are_read_from_the_catalogue() -> None:
 def test_an_identifier_comes_from_the_tool_that_finds_it() -> None:
     """The travel example on the real default model: book_hotel's hotel_id is documented to
     come from search_hotels, so the plan searches first and books what the search found."""
-    import asyncio
-
-    from ember.planner.base import PlanningTask
     from ember.planner.llama import LlamaPlanner
 
-    planner = LlamaPlanner(prefix_cache=False)
-    task = PlanningTask(
+    steps = _plan(
+        LlamaPlanner(prefix_cache=False),
         "Check the weather in Paris tomorrow, book the cheapest hotel there for 2 nights and "
         "email the booking to alice@example.com",
-        date(2026, 3, 2),
-        CATALOGUE,
     )
-
-    async def plan() -> list[Step]:
-        return [step async for step in planner.plan(task) if isinstance(step, Step)]
-
-    steps = asyncio.run(plan())
     tools = [step.tool for step in steps]
     assert "search_hotels" in tools
     assert "book_hotel" in tools
@@ -347,8 +339,6 @@ def test_an_identifier_comes_from_the_tool_that_finds_it() -> None:
 def test_a_request_typed_ahead_is_read_before_it_is_submitted() -> None:
     """Prefill as the user types: at submit, the typed part is not read again, and the plan
     is the one the planner makes without a prefill."""
-    import asyncio
-
     from ember.planner.base import PlanningTask
     from ember.planner.llama import LlamaPlanner
     from ember.planner.prompt import user_text
@@ -356,16 +346,8 @@ def test_a_request_typed_ahead_is_read_before_it_is_submitted() -> None:
     planner = LlamaPlanner(prefix_cache=False)
     today = date(2026, 3, 2)
     request = "What's the weather in Lisbon on 2026-03-05?"
-
-    def plan(text: str) -> list[Step]:
-        async def collect() -> list[Step]:
-            task = PlanningTask(text, today, CATALOGUE)
-            return [step async for step in planner.plan(task) if isinstance(step, Step)]
-
-        return asyncio.run(collect())
-
-    plain = plan(request)
-    plan("Convert 10 euros to US dollars.")  # the cache now holds another request
+    plain = _plan(planner, request)
+    _plan(planner, "Convert 10 euros to US dollars.")  # the cache now holds another request
     read = [
         planner.prefill("s1", PlanningTask(request[:end], today, CATALOGUE))
         for end in range(1, len(request) + 1)
@@ -373,8 +355,7 @@ def test_a_request_typed_ahead_is_read_before_it_is_submitted() -> None:
     assert sum(read) > 5
     assert read[-1] <= 3  # each keystroke reads at most a few new tokens
     assert planner.typed_session == "s1"
-    typed = plan(request)
-    assert typed == plain
+    assert _plan(planner, request) == plain
     request_tokens = len(planner._load().tokenize(user_text(request, today).encode(), False))
     assert planner.reused_tokens == request_tokens
 
@@ -384,22 +365,10 @@ def test_a_request_typed_ahead_is_read_before_it_is_submitted() -> None:
 def test_a_request_no_tool_fits_gets_an_empty_plan() -> None:
     """The default model prefers some tool for almost any request; how much it prefers one
     tells the requests no tool fits apart (the calibrated abstain margin)."""
-    import asyncio
-
-    from ember.planner.base import PlanningTask
     from ember.planner.llama import LlamaPlanner
 
     planner = LlamaPlanner(prefix_cache=False)
     assert planner.abstain_margin is not None
-
-    def plan(request: str) -> list[Step]:
-        async def collect() -> list[Step]:
-            task = PlanningTask(request, date(2026, 3, 2), CATALOGUE)
-            return [step async for step in planner.plan(task) if isinstance(step, Step)]
-
-        return asyncio.run(collect())
-
-    assert plan("Play some jazz on the living-room speakers.") == []
-    assert [step.tool for step in plan("What's the weather in Oslo on 2026-03-05?")] == [
-        "get_weather"
-    ]
+    assert _plan(planner, "Play some jazz on the living-room speakers.") == []
+    weather = _plan(planner, "What's the weather in Oslo on 2026-03-05?")
+    assert [step.tool for step in weather] == ["get_weather"]
