@@ -270,3 +270,45 @@ def test_latency_comes_from_the_injected_clock(registry: ToolRegistry) -> None:
         "l3_persist": 0.0,
         "l4_e2e": 300.0,
     }
+
+
+def test_a_run_started_inside_a_tool_call_keeps_its_steps_apart() -> None:
+    """A step's task runs the chain's next step itself instead of creating a task for it;
+    a whole run made inside a tool call (a sub-agent) must still run its own steps."""
+    inner_registry = ToolRegistry()
+
+    @tool(inline=True)
+    def double(x: int) -> int:
+        """Doubles."""
+        return 2 * x
+
+    inner_registry.register(double)
+    chain = Plan([Step(i, "double", {"x": 1 if i == 1 else f"${i - 1}"}) for i in range(1, 6)])
+    inner = Runtime(inner_registry, ScriptedPlanner({"inner": chain}), MemoryJournal())
+
+    outer_registry = ToolRegistry()
+
+    @tool
+    async def delegate(x: int) -> int:
+        """Runs the inner chain and adds its result."""
+        result = await inner.run("inner")
+        assert result.status is RunStatus.SUCCEEDED
+        return x + int(result.steps[-1].result)
+
+    @tool(inline=True)
+    def increment(x: int) -> int:
+        """Adds one."""
+        return x + 1
+
+    outer_registry.register(delegate)
+    outer_registry.register(increment)
+    outer = Plan(
+        [
+            Step(1, "increment", {"x": 0}),
+            Step(2, "delegate", {"x": "$1"}),
+            Step(3, "increment", {"x": "$2"}),
+        ]
+    )
+    result, _ = run_plan(outer_registry, outer)
+    assert result.status is RunStatus.SUCCEEDED
+    assert [step.result for step in result.steps] == [1, 33, 34]

@@ -14,6 +14,7 @@ its tool is idempotent, and otherwise becomes `in_doubt` until a person decides.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import random
 import time
@@ -61,6 +62,11 @@ from ember.tools.transport import JobTransport, ToolResult
 __all__ = ["RunExecution"]
 
 _FINAL = (StepStatus.SUCCEEDED, StepStatus.FAILED, StepStatus.SKIPPED)
+# In a step's task: the execution it belongs to, and where `_apply` leaves the step that task
+# runs next (a run started inside a tool call has its own execution: it must not use the slot).
+_then: contextvars.ContextVar[tuple[object, list[Step]] | None] = contextvars.ContextVar(
+    "then", default=None
+)
 _WAITING = (StepStatus.IN_DOUBT, StepStatus.AWAITING_APPROVAL)
 
 
@@ -212,11 +218,18 @@ class RunExecution:
                 self._fail(step_id, f"steps {text} form a dependency cycle", 0.0)
 
     def _apply(self, ready: list[int], skipped: list[tuple[int, int]]) -> None:
-        """Start the steps that became ready; record the ones that never can run."""
+        """Start the steps that became ready; record the ones that never can run. Inside a
+        step's task, the first ready step runs next in that same task (a chain costs no task
+        per step); the others get tasks of their own."""
         assert self._group is not None
+        slot = _then.get()
+        then = slot[1] if slot is not None and slot[0] is self else None
         for step_id in ready:
             self.status[step_id] = StepStatus.RUNNING
-            self._group.create_task(self._run_step(self.steps[step_id]))
+            if then is not None and not then:
+                then.append(self.steps[step_id])
+            else:
+                self._group.create_task(self._run_steps(self.steps[step_id]))
         for step_id, cause in skipped:
             if self.status[step_id] is not StepStatus.PLANNED:
                 continue  # already failed or skipped on its own account
@@ -225,6 +238,18 @@ class RunExecution:
             self.journal.append_soon(
                 StepSkipped(self.run_id, self.wall(), step_id, self.errors[step_id])
             )
+
+    async def _run_steps(self, step: Step) -> None:
+        """Run `step`, then each step that its end made ready to run next (see `_apply`). The
+        loop yields to other tasks wherever a step awaits (a durable append, a tool's I/O), as
+        a task per step did; in-memory steps of inline tools run back to back."""
+        then: list[Step] = []
+        _then.set((self, then))
+        while True:
+            await self._run_step(step)
+            if not then:
+                return
+            step = then.pop()
 
     async def _run_step(self, step: Step) -> None:
         clock = self.recorder.clock
