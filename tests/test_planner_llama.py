@@ -370,5 +370,9 @@ def test_a_request_no_tool_fits_gets_an_empty_plan() -> None:
     planner = LlamaPlanner(prefix_cache=False)
     assert planner.abstain_margin is not None
     assert _plan(planner, "Play some jazz on the living-room speakers.") == []
+    assert planner.last_margin is not None
+    assert planner.last_margin < planner.abstain_margin
     weather = _plan(planner, "What's the weather in Oslo on 2026-03-05?")
     assert [step.tool for step in weather] == ["get_weather"]
+    assert planner.last_margin is not None
+    assert planner.last_margin >= planner.abstain_margin

@@ -329,6 +329,7 @@ class PlanDecoder:
     ) -> None:
         self._llm = llm
         self._abstain_margin = abstain_margin
+        self.first_margin: float | None = None  # logit(step) - logit(done) at the first choice
         self._cursor = _Cursor(llm, vocab)
         self._tools = {tool.tool_name: tool for tool in catalogue}
         self._dates = _calendar_dates(today)
@@ -388,11 +389,12 @@ class PlanDecoder:
     def _abstains(self, step: str, done: str) -> bool:
         """Whether the model's logit for starting `step` exceeds its logit for `done` by less
         than the abstain margin. Small models prefer some tool for almost any request; how
-        much they prefer it separates the requests no tool fits (docs/benchmarks.md)."""
-        if self._abstain_margin is None:
+        much they prefer it separates the requests no tool fits (docs/benchmarks.md). The
+        margin is kept in `first_margin`, to calibrate the threshold by."""
+        self.first_margin = self._cursor.margin(step.encode(), done.encode())
+        if self._abstain_margin is None or self.first_margin is None:
             return False
-        margin = self._cursor.margin(step.encode(), done.encode())
-        return margin is not None and margin < self._abstain_margin
+        return self.first_margin < self._abstain_margin
 
     def _unused_givens(self, steps: list[Step]) -> list[str]:
         """What the user gave (see `_givens`) that no step's arguments hold yet."""

@@ -60,6 +60,7 @@ async def evaluate_planner(
     ttft: list[float] = []
     plan_s: list[float] = []
     failures: dict[str, str] = {}
+    margins: dict[str, float | None] = {}
     for index, task in enumerate(tasks, start=1):
         planning = PlanningTask(
             task["request"], date.fromisoformat(task["today"]), tuple(catalogue)
@@ -70,6 +71,8 @@ async def evaluate_planner(
         except (PlannerError, PlanError) as exc:
             failures[task["id"]] = str(exc)
             steps = []
+        if hasattr(planner, "last_margin"):
+            margins[task["id"]] = planner.last_margin
         progress(f"  {index}/{len(tasks)} {task['id']}: {len(steps)} step(s) in {plan_s[-1]:.2f} s")
     catalog = {d.tool_name: d.to_json() for d in catalogue}
     summary = scoring.score(tasks, predictions, catalog)
@@ -77,6 +80,8 @@ async def evaluate_planner(
     summary["planner_errors"] = failures
     summary["latency_s"] = latency_summary(ttft, plan_s)
     summary["predictions"] = predictions
+    if margins:  # the embedded planner's first-choice margins: to calibrate its abstain margin
+        summary["first_choice_margin"] = margins
     return summary
 
 

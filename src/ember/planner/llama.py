@@ -61,6 +61,7 @@ class LlamaPlanner:
         self._kv_end = 0  # the KV cache holds input_ids[:_kv_end], maybe past llm.n_tokens
         self.typed_session: str | None = None  # whose typed-ahead request the cache holds
         self.reused_tokens = 0  # of the last plan's request, how many were already read
+        self.last_margin: float | None = None  # the last plan's first-choice margin
 
     def _load(self) -> Any:
         if self._llm is None:
@@ -249,6 +250,7 @@ class LlamaPlanner:
             finally:
                 self._kv_end = llm.n_tokens
                 self.typed_session = None
+                self.last_margin = decoder.first_margin
 
     async def plan(self, task: PlanningTask) -> AsyncIterator[PlanEvent]:
         loop = asyncio.get_running_loop()
