@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import bisect
 import ctypes
+import functools
 import itertools
 import json
 import os
@@ -335,9 +336,10 @@ class PlanDecoder:
         self._dates = _calendar_dates(today)
         self._request = request
         self._emails = list(dict.fromkeys(_EMAIL.findall(request)))
-        self._codes = list(dict.fromkeys(_CODE.findall(_EMAIL.sub(" ", request))))
+        without_emails = _EMAIL.sub(" ", request)
+        self._codes = list(dict.fromkeys(_CODE.findall(without_emails)))
         self._givens = _givens(request)
-        self._paths_given = _PATH.findall(_EMAIL.sub(" ", request))
+        self._paths_given = _PATH.findall(without_emails)
         self._sources = {
             (tool.tool_name, name): source
             for tool in catalogue
@@ -363,7 +365,8 @@ class PlanDecoder:
         steps: list[Step] = []
         while len(steps) < MAX_STEPS:
             step_id = len(steps) + 1
-            names = [name for name in self._tools if self._available(name, steps)]
+            unused = self._unused(steps, {})
+            names = [name for name in self._tools if self._available(name, steps, unused)]
             # A plan begun leaves nothing the user gave unused (an address, a path, a code, a
             # number): small models stop before the last action ("... and email it to X").
             # While something is left that a tool could take, the plan goes on.
@@ -430,13 +433,12 @@ class PlanDecoder:
             return False
         return not any(float(given) == value for given in self._givens if _NUMERIC.match(given))
 
-    def _available(self, name: str, earlier: list[Step]) -> bool:
+    def _available(self, name: str, earlier: list[Step], unused: Sequence[Step]) -> bool:
         """Whether every required parameter of tool `name` that must be grounded (see
         `_grounded`) has a value to take. A first step may still write an identifier or a
         path freely (it must then appear in the request); a later one may not."""
         tool = self._tools[name]
         props = tool.parameters.get("properties", {})
-        unused = self._unused(earlier, {})
         for param in tool.parameters.get("required", []):
             options = self._grounded(name, param, props.get(param, {}), earlier, unused)
             sourced = (name, param) in self._sources
@@ -710,14 +712,18 @@ def _standard_codes(schema: dict[str, Any]) -> list[str]:
     4217; countries, ISO 3166 alpha-3), so that a code is one that exists ("CNY", not "RMB")."""
     description = schema.get("description", "")
     if "ISO 4217" in description or "currency" in description.lower():
-        import pycountry
-
-        return sorted(currency.alpha_3 for currency in pycountry.currencies)
+        return _iso_codes("currencies")
     if "ISO 3166" in description:
-        import pycountry
-
-        return sorted(country.alpha_3 for country in pycountry.countries)
+        return _iso_codes("countries")
     return []
+
+
+@functools.cache
+def _iso_codes(table: str) -> list[str]:
+    """The sorted alpha-3 codes of a pycountry table, loaded on first use (not at import)."""
+    import pycountry
+
+    return sorted(entry.alpha_3 for entry in getattr(pycountry, table))
 
 
 def _is_identifier(name: str, schema: dict[str, Any]) -> bool:
