@@ -100,7 +100,7 @@ def test_assembly_verifies_the_checksum(tmp_path: Path, monkeypatch: pytest.Monk
 
 def _model_available() -> str | None:
     if not HAS_LLAMA:
-        return "llama-cpp-python is not installed: pip install -e '.[embedded]'"
+        return "llama-cpp-python is not installed: run scripts/install"
     try:
         SHIPPED_MODELS["qwen2.5-coder-0.5b"].part_paths()
     except ModelError as exc:

@@ -72,8 +72,8 @@ class LlamaPlanner:
                 from llama_cpp import Llama
             except ImportError:
                 raise ModelError(
-                    'the llama planner needs llama-cpp-python: run `pip install -e ".[embedded]"`,'
-                    " or use --planner scripted"
+                    "the llama planner needs llama-cpp-python: run `scripts/install` in ember's "
+                    "checkout, or use --planner scripted"
                 ) from None
             try:
                 self._llm = Llama(
