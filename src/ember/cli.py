@@ -646,7 +646,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if not (root / "benchmarks" / "run.py").is_file():
         raise UserError(
             "ember bench runs the benchmarks of a source checkout: clone ember and "
-            'install it with `scripts/install`'
+            "install it with `scripts/install`"
         )
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="ember-bench-"))
     out.mkdir(parents=True, exist_ok=True)

