@@ -10,7 +10,7 @@ import argparse
 import contextlib
 import json
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +67,7 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
 
     _add_run_command(commands)
+    _add_serve_command(commands)
     _add_tools_command(commands)
     _add_journal_commands(commands)
     _add_eval_command(commands)
@@ -95,6 +96,25 @@ def _add_run_command(commands: Any) -> None:
         help="print one JSON object on stdout (progress still goes to stderr)",
     )
     run.set_defaults(handler=_cmd_run)
+
+
+def _add_serve_command(commands: Any) -> None:
+    serve = commands.add_parser(
+        "serve",
+        help="run tasks over HTTP; export L1-L4 as Prometheus metrics and OTLP spans",
+        description='POST /runs {"task": ...} runs a task; GET /runs, /runs/ID, /metrics '
+        "(Prometheus), /health. See docs/architecture.md.",
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="address (default: 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8321, help="port (default: 8321)")
+    serve.add_argument(
+        "--otlp-endpoint",
+        help="send each run's spans to this OTLP/HTTP collector, e.g. http://127.0.0.1:4318 "
+        "(default: $OTEL_EXPORTER_OTLP_ENDPOINT, else none)",
+    )
+    _planner_options(serve, default="llama")
+    _db_option(serve)
+    serve.set_defaults(handler=_cmd_serve)
 
 
 def _planner_options(parser: argparse.ArgumentParser, *, default: str | None) -> None:
@@ -202,7 +222,7 @@ def _add_journal_commands(commands: Any) -> None:
     )
     chaos.add_argument("--seed", type=int, default=1, help="random seed for the kill instants")
     chaos.add_argument("--json", action="store_true", help="print the results as JSON")
-    chaos.set_defaults(handler=_cmd_chaos)
+    chaos.set_defaults(handler=_measuring("chaos"))
 
 
 def _add_eval_command(commands: Any) -> None:
@@ -217,7 +237,7 @@ def _add_eval_command(commands: Any) -> None:
     planner.add_argument("--limit", type=int, help="only the first N tasks")
     planner.add_argument("--json", action="store_true", help="print the summary as JSON")
     planner.add_argument("--predictions", help="also write the plans here (JSON Lines)")
-    planner.set_defaults(handler=_cmd_eval_planner)
+    planner.set_defaults(handler=_measuring("eval_planner"))
     bfcl = kinds.add_parser(
         "bfcl", help="score the planner on BFCL's single-turn categories with BFCL's own checker"
     )
@@ -229,7 +249,7 @@ def _add_eval_command(commands: Any) -> None:
     _planner_options(bfcl, default="llama")
     bfcl.add_argument("--limit", type=int, help="only the first N entries of each category")
     bfcl.add_argument("--json", action="store_true", help="print the summary as JSON")
-    bfcl.set_defaults(handler=_cmd_eval_bfcl)
+    bfcl.set_defaults(handler=_measuring("eval_bfcl"))
 
 
 def _add_bench_command(commands: Any) -> None:
@@ -244,7 +264,7 @@ def _add_bench_command(commands: Any) -> None:
     bench.add_argument("--quick", action="store_true", help="fewer samples and crash trials")
     bench.add_argument("--json", action="store_true", help="print the results as JSON")
     bench.add_argument("--out", help="write bench.json and bench.md (Markdown tables) here")
-    bench.set_defaults(handler=_cmd_bench)
+    bench.set_defaults(handler=_measuring("bench"))
 
 
 def _add_assess_command(commands: Any) -> None:
@@ -256,7 +276,19 @@ def _add_assess_command(commands: Any) -> None:
     assess.add_argument("--html", help="write a self-contained HTML report here")
     assess.add_argument("--png", help="write the risk heatmap as PNG here")
     assess.add_argument("--svg", help="write the risk heatmap as SVG here")
-    assess.set_defaults(handler=_cmd_assess)
+    assess.set_defaults(handler=_measuring("assess"))
+
+
+def _measuring(command: str) -> Callable[[argparse.Namespace], int]:
+    """The handler of a measuring command, imported from `ember.cli_measure` when it runs."""
+
+    def handler(args: argparse.Namespace) -> int:
+        from ember import cli_measure
+
+        code: int = getattr(cli_measure, command)(args)
+        return code
+
+    return handler
 
 
 def _db_option(parser: argparse.ArgumentParser) -> None:
@@ -280,6 +312,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
     with _journal(args) as journal:
         result = asyncio.run(main(journal))
     return _report(args, result)
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    import functools
+    import os
+
+    from ember.server import serve
+
+    endpoint = args.otlp_endpoint or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+    with _journal(args) as journal:
+        opener = functools.partial(_open_runtime, args, journal, args.planner)
+        serve(journal, opener, host=args.host, port=args.port, otlp_endpoint=endpoint)
+    return 0
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -316,14 +361,18 @@ async def _open_tools(args: argparse.Namespace) -> AsyncIterator[ToolRegistry]:
 
 @contextlib.asynccontextmanager
 async def _open_runtime(
-    args: argparse.Namespace, journal: SQLiteJournal, planner: str | None
+    args: argparse.Namespace,
+    journal: SQLiteJournal,
+    planner: str | None,
+    observer: Callable[[Event], None] | None = None,
 ) -> AsyncIterator[Runtime]:
-    """The tools, the journal (showing progress on stderr), and a planner if one is named."""
+    """The tools, the journal (each durable event shown to `observer`, by default as progress
+    on stderr), and a planner if one is named."""
     from ember.executor import Runtime
     from ember.journal.observed import ObservedJournal
 
     async with _open_tools(args) as registry:
-        observed = ObservedJournal(journal, _Progress().show)
+        observed = ObservedJournal(journal, observer or _Progress().show)
         runtime = Runtime(registry, _planner(args, planner) if planner else None, observed)
         try:
             yield runtime
@@ -549,178 +598,6 @@ def _owner_alive(journal: SQLiteJournal, run_id: str) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def _cmd_assess(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from ember.assess import build_report, heatmap, load_scenario, render_html, render_terminal
-
-    report = build_report(load_scenario(args.scenario))
-    if args.json:
-        print(json.dumps(report, ensure_ascii=False))
-    else:
-        render_terminal(report)
-    for path, fmt in ((args.png, "png"), (args.svg, "svg")):
-        if path:
-            heatmap(report, Path(path), fmt=fmt)
-    if args.html:
-        Path(args.html).write_text(render_html(report), encoding="utf-8")
-    if not args.json:
-        for path in (args.png, args.svg, args.html):
-            if path:
-                print(f"wrote {path}", file=sys.stderr)
-    return 0
-
-
-def _cmd_eval_planner(args: argparse.Namespace) -> int:
-    import asyncio
-
-    from ember.planner.evaluate import evaluate_planner, load_tasks
-    from ember.planner.scoring import print_summary
-    from ember.tools.demo import demo_catalog
-    from ember.tools.descriptor import ToolDescriptor
-
-    tasks = load_tasks(args.tasks)[: args.limit]
-    catalogue = demo_catalog()
-    if args.catalog:
-        from pathlib import Path
-
-        raw = json.loads(Path(args.catalog).read_text(encoding="utf-8"))
-        catalogue = [ToolDescriptor.from_json(item) for item in raw]
-    summary = asyncio.run(evaluate_planner(_planner(args, args.planner), tasks, catalogue))
-    if args.predictions:
-        with open(args.predictions, "w", encoding="utf-8") as out:
-            for task_id, plan in summary["predictions"].items():
-                out.write(json.dumps({"id": task_id, "plan": plan}, ensure_ascii=False) + "\n")
-    if args.json:
-        print(json.dumps({k: v for k, v in summary.items() if k != "predictions"}))
-        return 0
-    print_summary(summary)
-    latency = summary["latency_s"]
-    print(
-        f"\nTTFT median {latency['ttft']['median']} s, p90 {latency['ttft']['p90']} s; "
-        f"plan median {latency['plan']['median']} s, p90 {latency['plan']['p90']} s"
-    )
-    for task_id, error in summary["planner_errors"].items():
-        print(f"  {task_id}: planner error: {error}")
-    return 0
-
-
-def _cmd_eval_bfcl(args: argparse.Namespace) -> int:
-    import asyncio
-
-    from ember.planner.bfcl import evaluate_bfcl
-
-    categories = [name.strip() for name in args.categories.split(",") if name.strip()]
-    summary = asyncio.run(
-        evaluate_bfcl(
-            _planner(args, args.planner, prefix_cache=False), categories, limit=args.limit
-        )
-    )
-    if args.json:
-        print(json.dumps(summary))
-        return 0
-    print(f"{'category':<20} {'correct':>9} {'accuracy':>9}")
-    for category, row in summary["by_category"].items():
-        correct = f"{row['correct']}/{row['total']}"
-        print(f"{category:<20} {correct:>9} {row['accuracy']:>9.1%}")
-    latency = summary["latency_s"]
-    print(
-        f"\nTTFT median {latency['ttft']['median']} s, p90 {latency['ttft']['p90']} s; "
-        f"plan median {latency['plan']['median']} s, p90 {latency['plan']['p90']} s"
-    )
-    return 0
-
-
-def _cmd_bench(args: argparse.Namespace) -> int:
-    import os
-    import subprocess
-    import tempfile
-    from pathlib import Path
-
-    import ember
-    from ember.errors import UserError
-
-    root = Path(ember.__file__).resolve().parents[2]
-    if not (root / "benchmarks" / "run.py").is_file():
-        raise UserError(
-            "ember bench runs the benchmarks of a source checkout: clone ember and "
-            "install it with `scripts/install`"
-        )
-    out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="ember-bench-"))
-    out.mkdir(parents=True, exist_ok=True)
-    result = out / "bench.json"
-    report: dict[str, Any] = {"suites": {}}
-    if args.suite != "crash":
-        command = [sys.executable, "-m", "benchmarks.run", "--json", str(result)]
-        command += ["--suite", args.suite] + (["--quick"] if args.quick else [])
-        stdout = sys.stderr if args.json else None  # tables to the terminal, never into JSON
-        subprocess.run(
-            command, cwd=root, check=True, stdout=stdout, env=dict(os.environ, PYTHONPATH=str(root))
-        )
-        report = json.loads(result.read_text())
-    if args.suite in ("all", "crash"):
-        from ember.chaos import run_chaos
-
-        trials = 10 if args.quick else 100
-        report["suites"]["crash"] = [
-            {
-                "name": f"crash.normal.{mode}",
-                **run_chaos(
-                    trials=trials,
-                    steps=100,
-                    durability="normal",
-                    idempotent=mode == "idempotent",
-                    seed=1,
-                ).to_json(),
-            }
-            for mode in ("idempotent", "non-idempotent")
-        ]
-        if not args.json:
-            for row in report["suites"]["crash"]:
-                print(
-                    f"{row['name']}: lost {row['lost']}, duplicated {row['duplicated']}, "
-                    f"in doubt {row['in_doubt']}, resume p50 {row['resume_ms']['p50']} ms"
-                )
-    result.write_text(json.dumps(report, indent=2))
-    if args.out:
-        sys.path.insert(0, str(root))
-        from benchmarks.report import render
-
-        (out / "bench.md").write_text(render(report) + "\n")
-        print(f"wrote {out / 'bench.json'} and {out / 'bench.md'}", file=sys.stderr)
-    if args.json:
-        print(json.dumps(report))
-    return 0
-
-
-def _cmd_chaos(args: argparse.Namespace) -> int:
-    from ember.chaos import run_chaos
-
-    modes = ["idempotent", "non-idempotent"] if args.mode == "both" else [args.mode]
-    reports = [
-        run_chaos(
-            trials=args.trials,
-            steps=args.steps,
-            durability=args.durability,
-            idempotent=mode == "idempotent",
-            seed=args.seed,
-        )
-        for mode in modes
-    ]
-    if args.json:
-        out = (
-            reports[0].to_json()
-            if len(reports) == 1
-            else {"modes": {mode: r.to_json() for mode, r in zip(modes, reports, strict=True)}}
-        )
-        print(json.dumps(out))
-    else:
-        for mode, report in zip(modes, reports, strict=True):
-            print(report.table(mode))
-    failed = any(r.duplicated or r.lost for r in reports)
-    return 1 if failed else 0
 
 
 def _cmd_runs(args: argparse.Namespace) -> int:
