@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from collections.abc import Awaitable
 from pathlib import Path
 
 import pytest
@@ -74,6 +75,37 @@ def test_concurrent_appends_share_commits(tmp_path: Path) -> None:
     asyncio.run(many())
     assert len(journal.runs(limit=100)) == 50
     assert commits == 5  # one commit per event "wave" (5 events a run), not 250
+    journal.close()
+
+
+def test_a_run_alone_commits_without_waiting_for_company(tmp_path: Path) -> None:
+    """After a commit that held only its events, a lone run's append commits at once (no turn
+    of the event loop); once another run appends, appends share the next flush again."""
+    path = tmp_path / "j.db"
+    journal = SQLiteJournal(path)
+    reader = sqlite3.connect(path)
+    one, two = events_of("r-1"), events_of("r-2")
+
+    async def turned(append: Awaitable[None]) -> bool:
+        """Whether the event loop ran other callbacks while `append` ran."""
+        turns: list[int] = []
+        asyncio.get_running_loop().call_soon(turns.append, 1)
+        await append
+        return bool(turns)
+
+    async def scenario() -> list[bool]:
+        seen = [await turned(journal.append(one[0]))]  # first commit: waits for the flush
+        seen.append(await turned(journal.append(one[1])))  # r-1 alone: commits at once
+        durable = reader.execute("SELECT count(*) FROM events").fetchone()[0]
+        assert durable == 2  # committed, visible to another connection
+        journal.append_soon(two[0])  # another run arrives
+        seen.append(await turned(journal.append(one[2])))  # so r-1 shares the next flush
+        seen.append(await turned(journal.append(one[3])))  # and the commit after it
+        return seen
+
+    assert asyncio.run(scenario()) == [True, False, True, True]
+    assert journal.read("r-1") == one[:4]
+    reader.close()
     journal.close()
 
 

@@ -4,6 +4,11 @@ Group commit: `append` queues the event and the first append of an event-loop it
 schedules one flush for the next iteration, so every event appended in between (by any run in
 this process) shares one transaction and one commit. `append` returns when its event is durable.
 
+A run alone (at `normal`): when the last commit held one run's events only and everything
+queued is that run's, no other run is there to share a commit, and `append` commits at once
+instead of waiting a turn of the event loop for company (a 20-step chain: ~20% less time a step,
+docs/benchmarks.md). As soon as a commit holds two runs, appends wait for the shared flush again.
+
 Durability levels:
 - `normal` (default): WAL with synchronous=NORMAL. A committed event survives the process
   crashing or being killed; a power cut or OS crash can lose the last commits (never corrupt).
@@ -83,6 +88,9 @@ class SQLiteJournal:
             raise JournalError(f"cannot open the journal at {self.path}: {exc}") from None
         self._pending: list[tuple[Event, bytes, asyncio.Future[None] | None]] = []
         self._failure: JournalError | None = None
+        # The run whose events alone filled the last commit and fill the queue (else None).
+        self._solo: str | None = None
+        self._pending_run: str | None = None
 
     def _migrate(self) -> None:
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
@@ -99,6 +107,12 @@ class SQLiteJournal:
     async def append(self, event: Event) -> None:
         """Append `event`; returns once it is durable (see the module docstring)."""
         self._raise_failure()
+        if self._solo == event.run_id and (not self._pending or self._pending_run == self._solo):
+            self._pending.append((event, encode_event(event), None))
+            self._pending_run = event.run_id
+            self._flush()  # its own commit, which another run's event could not have joined
+            self._raise_failure()
+            return
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._queue(event, future)
         await future
@@ -114,6 +128,9 @@ class SQLiteJournal:
     def _queue(self, event: Event, future: asyncio.Future[None] | None) -> None:
         if not self._pending:
             asyncio.get_running_loop().call_soon(self._flush)
+            self._pending_run = event.run_id
+        elif self._pending_run != event.run_id:
+            self._pending_run = None
         self._pending.append((event, encode_event(event), future))
 
     def _raise_failure(self) -> None:
@@ -122,7 +139,11 @@ class SQLiteJournal:
             raise failure
 
     def _flush(self) -> None:
+        if not self._pending:
+            return  # an append alone committed it already
         batch, self._pending = self._pending, []
+        if self.durability == "normal":
+            self._solo = self._pending_run  # one run filled this commit: None if several
         rows = [
             (e.run_id, type(e).__struct_config__.tag, e.at, body, zlib.crc32(body))
             for e, body, _ in batch
