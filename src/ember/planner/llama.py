@@ -52,7 +52,10 @@ class LlamaPlanner:
             else (shipped.abstain_margin if shipped is not None else None)
         )
         self._n_ctx = n_ctx
-        self._n_threads = n_threads or 1
+        # Every core: on 2 quiet cores a pass of the 1.5B model after a ~1,200-token prompt
+        # takes 117 ms with 2 threads against 141 ms with 1; with one core busy elsewhere the two
+        # are within 5 % (docs/benchmarks.md, "Threads").
+        self._n_threads = n_threads or (os.cpu_count() or 2)
         self._n_threads_batch = n_threads_batch or (os.cpu_count() or 2)
         self.prefix_cache = prefix_cache
         self._llm: Any = None
@@ -65,8 +68,8 @@ class LlamaPlanner:
 
     def _load(self) -> Any:
         if self._llm is None:
-            # Measured on 2 busy cores: passive OpenMP waiting, 1 generation thread and all
-            # cores for the prompt hold up best (../shared/MEASUREMENTS.md).
+            # Passive OpenMP waiting: threads sleep instead of spinning when a core is busy
+            # elsewhere (../shared/MEASUREMENTS.md).
             os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
             try:
                 from llama_cpp import Llama
