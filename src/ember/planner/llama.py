@@ -22,7 +22,7 @@ from ember.planner.base import FirstToken, PlanEvent, PlanningTask
 from ember.planner.decoding import VOCABULARY_FORMAT, PlanDecoder, Vocabulary
 from ember.planner.models import cache_dir, resolve_model, shipped_model
 from ember.planner.plan import Step
-from ember.planner.prompt import build_dated, build_prefix, build_request, user_text
+from ember.planner.prompt import build_dated, build_prefix, build_request
 
 __all__ = ["LlamaPlanner"]
 
@@ -98,19 +98,23 @@ class LlamaPlanner:
             self._vocabulary(llm)
 
     def prefill(self, session_id: str, task: PlanningTask) -> int:
-        """Read the request typed so far (`task.request`, unfinished) into the model now, so
-        that when it is submitted only the prompt's closing tokens are left to read: call it as the
-        user types (it blocks while the model reads; from async code run it in a thread).
-        Returns how many tokens it read. The cache holds one typed-ahead request: another
-        session's prefill replaces it, and `plan()` reuses what of it matches its own prompt,
-        token by token, so a prefill never changes a plan, only how soon it starts."""
+        """Read the request typed so far (`task.request`, unfinished) into the model now, as
+        if it were submitted: its whole prompt but the last token, which `plan()` reads again
+        for the first choice's logits. Submitted as it stands, the plan then starts after one
+        single-token pass; typed further, what follows the first changed token (the prompt's
+        closing included) is read again by the next prefill. Call it as the user types (it
+        blocks while the model reads; from async code run it in a thread). Returns how many
+        tokens it read. The cache holds one typed-ahead request: another session's prefill
+        replaces it, and `plan()` reuses what of it matches its own prompt, token by token, so
+        a prefill never changes a plan, only how soon it starts."""
         with self._lock:
             llm = self._load()
             self._context_ready(llm, task)
             self._vocabulary(llm)
-            # All of it, the last word too: if typing changes how the end is tokenized, only
-            # the tokens from the first that differs are read again.
-            typed = llm.tokenize(user_text(task.request, task.today).encode(), add_bos=False)
+            # The last word too: if typing changes how the end is tokenized, only the tokens
+            # from the first that differs are read again.
+            prompt = build_request(task.request, task.today).encode()
+            typed = llm.tokenize(prompt, add_bos=False, special=True)[:-1]
             reused = self._reuse_typed(llm, typed)
             if reused < len(typed):
                 llm.eval(typed[reused:])
