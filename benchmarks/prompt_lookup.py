@@ -19,8 +19,6 @@ import statistics
 import time
 from typing import Any
 
-import numpy as np
-
 from ember.planner import decoding
 from ember.planner.evaluate import evaluate_planner, load_tasks
 from ember.planner.llama import LlamaPlanner
@@ -29,52 +27,36 @@ from ember.tools.demo import demo_catalog
 Sampled = list[tuple[list[int], list[int]]]  # (context before the value, its sampled tokens)
 
 
+class _Recorded(list[int]):
+    """A cursor's pending tokens that note each token the decoder chooses (`append`; forced
+    text arrives through `extend`) and, at the first, the context it was chosen in."""
+
+    def __init__(self, pending: list[int], llm: Any) -> None:
+        super().__init__(pending)
+        self.llm = llm
+        self.context: list[int] | None = None
+        self.chosen: list[int] = []
+
+    def append(self, token: int) -> None:
+        if self.context is None:
+            self.context = [*self.llm.input_ids[: self.llm.n_tokens].tolist(), *self]
+        self.chosen.append(token)
+        super().append(token)
+
+
 def _recording_sample(records: Sampled) -> Any:
-    """`_Cursor.sample`, unchanged but for recording the context and the tokens it chose."""
+    """`_Cursor.sample`, recording the context and the tokens it chose."""
+    sample = decoding._Cursor.sample
 
-    def sample(
-        self: Any, kind: str, closing: bytes, limit: int, *, openers: bool = False
-    ) -> tuple[str, bool]:
-        head = self._heal()
-        context = [*self.llm.input_ids[: self.llm.n_tokens].tolist(), *self.tokens]
-        chosen: list[int] = []
-        value = b""
-        allowed = self.vocab.masks[kind] | self.vocab.masks["opener"] & openers
-        closers = {bytes([byte]) for byte in closing}
-        for byte in closers:
-            allowed[self.vocab.starting_with(byte)] = True
-        opened = False
-        for _ in range(limit):
-            logits = self._logits()
-            if head:
-                pool = [
-                    t
-                    for t in self.vocab.starting_with(head)
-                    if self._classify(self.vocab.pieces[t][len(head) :], kind, closers, openers)
-                ]
-                if not pool:
-                    break
-                token = max(pool, key=lambda t: logits[t])
-            else:
-                token = int(np.argmax(np.where(allowed, logits, -np.inf)))
-            piece = self.vocab.pieces[token][len(head) :]
-            verdict = self._classify(piece, kind, closers, openers)
-            if verdict == "close":
-                break
-            self.tokens.append(token)
-            chosen.append(token)
-            value += piece
-            head = b""
-            if len(value) >= decoding._LENGTHS.get(kind, len(value) + 1):
-                break
-            if verdict == "open":
-                opened = True
-                break
-        self.text = head
-        records.append((context, chosen))
-        return value.decode("utf-8", errors="replace"), opened
+    def recording(self: Any, *args: Any, **kwargs: Any) -> tuple[str, bool]:
+        self.tokens = recorded = _Recorded(self.tokens, self.llm)
+        try:
+            return sample(self, *args, **kwargs)
+        finally:
+            self.tokens = list(recorded)
+            records.append((recorded.context or [], recorded.chosen))
 
-    return sample
+    return recording
 
 
 def drafted_passes(context: list[int], chosen: list[int], ngram: int, draft: int) -> list[int]:
@@ -130,7 +112,7 @@ def main() -> None:
     planner = LlamaPlanner()
     asyncio.run(evaluate_planner(planner, load_tasks(args.tasks), demo_catalog()))
     passes = [drafted_passes(c, t, args.ngram, args.draft) for c, t in records if t]
-    position = int(statistics.median(len(c) for c, _ in records))
+    position = int(statistics.median(len(c) for c, t in records if t))
     cost = pass_cost_ms(planner, position, list(range(1, args.draft + 2)))
     sampled = sum(len(t) for _, t in records)
     with_drafts = sum(cost[1 + d] for p in passes for d in p)

@@ -195,7 +195,7 @@ class _Cursor:
     def _logits(self) -> npt.NDArray[np.float32]:
         if self.tokens:
             self.llm.eval(self.tokens)
-            self.tokens = []
+            self.tokens.clear()
         if self.on_first_logits is not None:
             self.on_first_logits()
             self.on_first_logits = None
