@@ -16,6 +16,7 @@ Needs the `server` extra (Starlette, uvicorn, prometheus-client); OTLP needs `ot
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -27,6 +28,7 @@ import msgspec
 
 from ember.errors import EmberError, RunNotFoundError, UserError
 from ember.journal import fold
+from ember.planner.base import PlanningTask
 from ember.telemetry.export import LayerMetrics, RunExporters, SpanExport
 
 if TYPE_CHECKING:
@@ -137,6 +139,10 @@ def create_app(
         try:
             async with open_runtime(exporters.observe) as runtime:
                 api.runtime = runtime
+                warm = getattr(runtime.planner, "warm", None)  # the embedded model's
+                if warm is not None:  # loaded and its prompt prefix read before the first run
+                    catalogue = tuple(runtime.registry.descriptors())
+                    await asyncio.to_thread(warm, PlanningTask("", date.today(), catalogue))
                 if ready is not None:
                     ready()
                 yield
