@@ -212,6 +212,24 @@ def floor_sqlite_commit(
     return samples
 
 
+def floor_fsync_append(n: int) -> Samples:
+    """A 200-byte `write` appended to a file, then `fdatasync`: what power-loss durability
+    costs at least, without a database."""
+    import os
+
+    with tempfile.TemporaryDirectory() as tmp:
+        fd = os.open(Path(tmp) / "floor.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        record = b"x" * 200
+
+        def append() -> None:
+            os.write(fd, record)
+            os.fdatasync(fd)
+
+        samples = _repeat(append, n)
+        os.close(fd)
+    return samples
+
+
 def ember_l3_append(n: int, *, durability: str = "normal") -> Samples:
     """`SQLiteJournal.append` of a step.done event, awaited until durable, one at a time."""
     from ember import SQLiteJournal

@@ -143,6 +143,7 @@ SUITES: dict[str, list[Row]] = {
             500,
             {"synchronous": "FULL"},
         ),
+        Row("l3.floor.fsync_append", "floor_fsync_append", None, 500),
         Row(
             "l3.ember.append_full",
             "ember_l3_append",
