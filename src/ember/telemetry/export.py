@@ -86,7 +86,7 @@ class LayerMetrics:
             self.layers.labels(layer).observe(ms / 1000)
         for span in done.spans:
             if span.get("layer") == "L2":
-                self.steps.labels(_tool(span)).observe(span["ms"] / 1000)
+                self.steps.labels(span["attrs"]["tool"]).observe(span["ms"] / 1000)
         self.runs.labels(done.status.value).inc()
 
     def exposition(self) -> tuple[bytes, str]:
@@ -94,11 +94,6 @@ class LayerMetrics:
         from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
-
-
-def _tool(span: dict[str, Any]) -> str:
-    """`step 3 book_hotel` -> `book_hotel`."""
-    return str(span["name"]).split(" ", 2)[-1]
 
 
 class SpanExport:
@@ -167,13 +162,13 @@ class SpanExport:
                 continue
             attributes: dict[str, Any] = {"ember.layer": span["layer"]}
             if span["layer"] == "L2":
-                step_id = int(str(span["name"]).split(" ")[1])
-                self._ids.span = step_id
+                attrs = span["attrs"]
+                self._ids.span = attrs["step_id"]
                 attributes |= {
-                    "ember.step_id": step_id,
-                    "ember.tool": _tool(span),
-                    "ember.tool_ms": span["attrs"].get("tool_ms", 0.0),
-                    "ember.l3_persist_ms": span["attrs"].get("persist_ms", 0.0),
+                    "ember.step_id": attrs["step_id"],
+                    "ember.tool": attrs["tool"],
+                    "ember.tool_ms": attrs["tool_ms"],
+                    "ember.l3_persist_ms": attrs["persist_ms"],
                 }
             child = self._tracer.start_span(
                 span["name"],

@@ -78,6 +78,8 @@ class LatencyRecorder:
                 self._ms(started),
                 wall * 1000,
                 {
+                    "step_id": step_id,
+                    "tool": tool,
                     "tool_ms": self_s * 1000,
                     "persist_ms": persist_s * 1000,
                     "traceparent": f"00-{self.trace_id}-{step_id:016x}-01" if self.trace_id else "",
