@@ -176,35 +176,49 @@ def ember_recover_10k(n: int) -> Samples:
 # -- L3: one durable journal record --------------------------------------------------------------
 
 
-def floor_sqlite_commit(
-    n: int, *, synchronous: str = "NORMAL", step_records: bool = False
-) -> Samples:
-    """A raw INSERT + COMMIT of a ~200-byte row in a WAL database. `step_records`: what a
-    durable chain step must commit at least, in the journal's own schema (its run index
-    included): two ~350-byte rows, the step's outcome and the next step's intent."""
+def _wal_db(path: Path, synchronous: str) -> sqlite3.Connection:
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute(f"PRAGMA synchronous={synchronous}")
+    return db
+
+
+def floor_sqlite_commit(n: int, *, synchronous: str = "NORMAL") -> Samples:
+    """A raw INSERT + COMMIT of a ~200-byte row in a WAL database."""
+    with tempfile.TemporaryDirectory() as tmp:
+        db = _wal_db(Path(tmp) / "floor.db", synchronous)
+        db.execute("CREATE TABLE t(seq INTEGER PRIMARY KEY, run_id TEXT, body BLOB)")
+        body = b"x" * 200
+
+        def commit() -> None:
+            db.execute("BEGIN")
+            db.execute("INSERT INTO t(run_id, body) VALUES (?, ?)", ("r-1", body))
+            db.execute("COMMIT")
+
+        samples = _repeat(commit, n)
+        db.close()
+    return samples
+
+
+def floor_sqlite_step_records(n: int) -> Samples:
+    """What a durable chain step must commit at least, in the journal's own schema (its run
+    index included): two ~350-byte rows, the step's outcome and the next step's intent, in one
+    transaction (WAL, synchronous=NORMAL)."""
     from ember.journal.sqlite import MIGRATIONS
 
     with tempfile.TemporaryDirectory() as tmp:
-        db = sqlite3.connect(Path(tmp) / "floor.db", isolation_level=None)
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute(f"PRAGMA synchronous={synchronous}")
-        db.execute("CREATE TABLE t(seq INTEGER PRIMARY KEY, run_id TEXT, body BLOB)")
+        db = _wal_db(Path(tmp) / "floor.db", "NORMAL")
         db.executescript("".join(MIGRATIONS))
-        body = b"x" * 200
-        journal_rows = [
+        rows = [
             ("r-1", "step.done", 1.0, b"x" * 350, 7),
             ("r-1", "step.intent", 1.0, b"y" * 350, 9),
         ]
 
         def commit() -> None:
             db.execute("BEGIN")
-            if step_records:
-                db.executemany(
-                    "INSERT INTO events(run_id, kind, at, body, crc) VALUES (?,?,?,?,?)",
-                    journal_rows,
-                )
-            else:
-                db.execute("INSERT INTO t(run_id, body) VALUES (?, ?)", ("r-1", body))
+            db.executemany(
+                "INSERT INTO events(run_id, kind, at, body, crc) VALUES (?,?,?,?,?)", rows
+            )
             db.execute("COMMIT")
 
         samples = _repeat(commit, n)

@@ -108,10 +108,9 @@ SUITES: dict[str, list[Row]] = {
         Row("l3.floor.sqlite_commit_wal_normal", "floor_sqlite_commit", None, 5000),
         Row(
             "l3.floor.sqlite_step_records",
-            "floor_sqlite_commit",
+            "floor_sqlite_step_records",
             "l3.floor.sqlite_commit_wal_normal",
             5000,
-            {"step_records": True},
         ),
         Row(
             "l3.ember.durable_chain20_per_step",
