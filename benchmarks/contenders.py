@@ -210,14 +210,15 @@ def floor_sqlite_step_records(n: int) -> Samples:
         db = _wal_db(Path(tmp) / "floor.db", "NORMAL")
         db.executescript("".join(MIGRATIONS))
         rows = [
-            ("r-1", "step.done", 1.0, b"x" * 350, 7),
-            ("r-1", "step.intent", 1.0, b"y" * 350, 9),
+            ("r-1", "step.done", 1.0, b"x" * 350, 7, 1),
+            ("r-1", "step.intent", 1.0, b"y" * 350, 9, 1),
         ]
 
         def commit() -> None:
             db.execute("BEGIN")
             db.executemany(
-                "INSERT INTO events(run_id, kind, at, body, crc) VALUES (?,?,?,?,?)", rows
+                "INSERT INTO events(run_id, kind, at, body, crc, run_key) VALUES (?,?,?,?,?,?)",
+                rows,
             )
             db.execute("COMMIT")
 

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import zlib
 from collections.abc import Awaitable
 from pathlib import Path
 
@@ -133,6 +134,37 @@ def test_schema_is_migrated_and_versioned(tmp_path: Path) -> None:
     db.close()
     with pytest.raises(JournalError, match="newer than this ember knows"):
         SQLiteJournal(path)
+
+
+def test_a_journal_written_by_an_older_ember_is_migrated_with_its_runs(tmp_path: Path) -> None:
+    """Schema 1 indexed events by run id; schema 2 gives each run a key. Runs written before
+    the upgrade read, list and resume as they did, and new appends go on after them."""
+    from ember.journal.events import encode_event
+
+    path = tmp_path / "j.db"
+    with sqlite3.connect(path) as db:
+        db.executescript(f"BEGIN; {MIGRATIONS[0]}; PRAGMA user_version=1; COMMIT;")
+        for run_id in ("r-old-1", "r-old-2"):
+            for event in events_of(run_id)[:4]:  # no run.done yet: an interrupted run
+                body = encode_event(event)
+                db.execute(
+                    "INSERT INTO events(run_id, kind, at, body, crc) VALUES (?,?,?,?,?)",
+                    (run_id, type(event).__struct_config__.tag, event.at, body, zlib.crc32(body)),
+                )
+    db.close()
+    journal = SQLiteJournal(path)
+    assert journal.read("r-old-1") == events_of("r-old-1")[:4]
+    assert journal.find_run("r-old-2") == "r-old-2"
+    asyncio.run(journal.append(events_of("r-old-1")[4]))  # the interrupted run finishes
+    asyncio.run(append_all(journal, events_of("r-new")))
+    assert journal.read("r-old-1") == events_of("r-old-1")
+    assert journal.read("r-new") == events_of("r-new")
+    assert [(r.run_id, r.status) for r in journal.runs()] == [
+        ("r-new", RunStatus.SUCCEEDED),
+        ("r-old-2", RunStatus.RUNNING),
+        ("r-old-1", RunStatus.SUCCEEDED),
+    ]
+    journal.close()
 
 
 def test_unwritable_location_is_a_clear_error(tmp_path: Path) -> None:
