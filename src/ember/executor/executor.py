@@ -208,7 +208,7 @@ class RunExecution:
         for step_id, problem in check_reference_paths(self.steps, self.catalogue):
             if self.status[step_id] is StepStatus.PLANNED:
                 self._fail(step_id, f"step {step_id} {problem}", 0.0)
-        cycle = find_cycle([self.steps[i] for i in self.graph.waiting()])
+        cycle = find_cycle(self.graph.waiting())  # what still waits: where a cycle is
         if cycle:
             text = " -> ".join(map(str, cycle))
             members = list(dict.fromkeys(cycle))

@@ -67,6 +67,8 @@ async def call_with_retries(
     attempt = 1
     while True:
         try:
+            if timeout_s is None:
+                return await call()
             return await _with_timeout(call(), tool, timeout_s, sleep, retry_timeouts)
         except ToolCallError as exc:
             if not exc.retryable or attempt >= retry.max_attempts:
@@ -80,12 +82,10 @@ async def call_with_retries(
 async def _with_timeout(
     call: Awaitable[ToolResult],
     tool: str,
-    timeout_s: float | None,
+    timeout_s: float,
     sleep: Callable[[float], Awaitable[None]],
     retryable: bool,
 ) -> ToolResult:
-    if timeout_s is None:
-        return await call
     expired = ToolCallError(tool, f"timed out after {timeout_s:g} s", retryable=retryable)
     if sleep is asyncio.sleep:  # the real clock: asyncio's own timeout costs no extra task
         try:

@@ -184,9 +184,10 @@ def renumber(step: Step, offset: int) -> Step:
     return Step(step.id + offset, step.tool, shift(step.args), [a + offset for a in step.after])
 
 
-def find_cycle(steps: Iterable[Step]) -> list[int] | None:
-    """A list of step ids forming a dependency cycle, or None if the graph is acyclic."""
-    graph = {step.id: sorted(dependencies(step)) for step in steps}
+def find_cycle(dependencies: Mapping[int, Iterable[int]]) -> list[int] | None:
+    """A list of step ids forming a dependency cycle, or None if the graph is acyclic.
+    `dependencies` maps each step id to the ids it waits for (ids outside it are ignored)."""
+    graph = {step_id: sorted(deps) for step_id, deps in dependencies.items()}
     state: dict[int, int] = {}  # 1: on the current path, 2: done
     path: list[int] = []
 
