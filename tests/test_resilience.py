@@ -133,6 +133,49 @@ def test_cancellation_records_every_step(tmp_path: Path) -> None:
     rt.close()
 
 
+def test_a_stopping_runtime_leaves_a_cancelled_run_interrupted_for_the_next_process(
+    tmp_path: Path,
+) -> None:
+    """`ember serve` at shutdown: the run is not recorded as cancelled; the next process
+    resumes it like one a crash left, re-dispatching the idempotent call with the same key."""
+    calls: list[str] = []
+    started = asyncio.Event()
+
+    @tool(idempotent=True)
+    async def slow(x: int, idempotency_key: str = "") -> int:
+        """Takes forever the first time."""
+        calls.append(idempotency_key)
+        if len(calls) == 1:
+            started.set()
+            await asyncio.sleep(3600)
+        return x + 1
+
+    registry = ToolRegistry()
+    registry.register(slow)
+    journal = SQLiteJournal(tmp_path / "j.db")
+    plan = Plan([Step(1, "slow", {"x": 1}), Step(2, "slow", {"x": "$1"})])
+    rt = Runtime(registry, ScriptedPlanner({"go": plan}), journal)
+
+    async def stop() -> None:
+        task = asyncio.create_task(rt.run("go", run_id="r-s"))
+        await started.wait()
+        rt.stopping = True
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(stop())
+    state = fold("r-s", journal.read("r-s"))
+    assert state.status is RunStatus.RUNNING
+    assert state.steps[1].status is StepStatus.RUNNING  # its intent, and no outcome
+    resumed = asyncio.run(Runtime(registry, None, journal).resume("r-s"))
+    assert resumed.status is RunStatus.SUCCEEDED
+    assert [step.result for step in resumed.steps] == [2, 3]
+    assert calls[0] == calls[1]  # the same call again, with its key
+    journal.close()
+    rt.close()
+
+
 def test_blocking_tools_run_in_a_pool_of_the_configured_size() -> None:
     active = 0
     peak = 0

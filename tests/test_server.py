@@ -164,3 +164,43 @@ def _exercise(base: str) -> dict[str, Any]:
     assert samples[("ember_runs_total", (("status", "succeeded"),))] == 1
     assert samples[("ember_step_seconds_count", (("tool", "get_weather"),))] == 1
     return run
+
+
+def test_serve_resumes_the_runs_it_finds_interrupted(ember_env: dict[str, str]) -> None:
+    """A run whose process died (here: one that a crash left with step 2's intent and no
+    outcome) is resumed when the server starts, without repeating step 1."""
+    from pathlib import Path
+
+    from ember import Step
+
+    from .test_recovery import crashed_journal
+
+    weather = {"city": "Oslo", "date": "2026-03-03", "forecast": "sunny", "temp_c": 1.0}
+    plan = [
+        Step(1, "get_weather", {"city": "Oslo", "date": "2026-03-03"}),
+        Step(2, "send_email", {"to": "a@example.com", "subject": "Oslo", "body": "{$1.forecast}"}),
+    ]
+    crashed_journal(Path(ember_env["EMBER_DB"]), plan, {1: weather}, [2]).close()
+    port = _free_port()
+    command = [*EMBER, "serve", "--planner", "scripted", "--port", str(port)]
+    with subprocess.Popen(command, env=ember_env, stderr=subprocess.PIPE, text=True) as server:
+        try:
+            assert server.stderr is not None
+            assert "resuming 1 interrupted run(s): r-1" in server.stderr.readline()
+            assert "listening on" in server.stderr.readline()
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                status, body = _call(f"http://127.0.0.1:{port}/runs/r-1")
+                run = json.loads(body)["run"]
+                if run["status"] != "running":
+                    break
+                time.sleep(0.05)
+        finally:
+            server.send_signal(signal.SIGTERM)
+            assert server.wait(timeout=30) == -signal.SIGTERM
+            rest = server.stderr.read() if server.stderr else ""
+    assert status == 200
+    assert run["status"] == "succeeded"
+    assert run["steps"]["1"]["result"] == weather  # reused from the journal, not called again
+    assert run["steps"]["2"]["intent_args"]["body"] == "sunny"
+    assert "resumed r-1: succeeded" in rest

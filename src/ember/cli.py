@@ -549,15 +549,11 @@ def _cmd_runs_resolve(args: argparse.Namespace) -> int:
 def _cmd_resume(args: argparse.Namespace) -> int:
     import asyncio
 
-    from ember.journal import RunStatus
+    from ember.executor.runtime import interrupted_runs
 
     with _journal(args) as journal:
         if args.all:
-            run_ids = [
-                r.run_id
-                for r in journal.runs(limit=10_000)
-                if r.status is RunStatus.RUNNING and not _owner_alive(journal, r.run_id)
-            ]
+            run_ids = interrupted_runs(journal)
             if not run_ids:
                 print("no interrupted runs", file=sys.stderr)
         else:
@@ -579,25 +575,6 @@ async def _resume(
 ) -> RunResult:
     async with _open_runtime(args, journal, planner) as runtime:
         return await runtime.resume(run_id)
-
-
-def _owner_alive(journal: SQLiteJournal, run_id: str) -> bool:
-    """True when the process that owns the run is still running on this host."""
-    import os
-    import socket
-
-    from ember.journal import fold
-
-    host, _, pid = fold(run_id, journal.read(run_id)).owner.rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _cmd_runs(args: argparse.Namespace) -> int:

@@ -10,7 +10,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -39,7 +39,10 @@ from ember.planner.plan import renumber
 from ember.telemetry.latency import LatencyRecorder
 from ember.tools.registry import ToolRegistry
 
-__all__ = ["RunResult", "Runtime", "StepReport", "owner_id"]
+if TYPE_CHECKING:
+    from ember.journal import SQLiteJournal
+
+__all__ = ["RunResult", "Runtime", "StepReport", "interrupted_runs", "owner_alive", "owner_id"]
 
 
 class StepReport(msgspec.Struct, frozen=True):
@@ -77,6 +80,31 @@ def owner_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+def owner_alive(owner: str) -> bool:
+    """True when `owner` (`owner_id()` of some process) is still running on this host."""
+    host, _, pid = owner.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def interrupted_runs(journal: SQLiteJournal, limit: int = 10_000) -> list[str]:
+    """Runs still `running` in the journal whose process is gone (killed, crashed, powered
+    off): what `ember resume --all` and `ember serve` at start take over, oldest first."""
+    return [
+        summary.run_id
+        for summary in reversed(journal.runs(limit))
+        if summary.status is RunStatus.RUNNING
+        and not owner_alive(fold(summary.run_id, journal.read(summary.run_id)).owner)
+    ]
+
+
 class Runtime:
     """Runs tasks: plan with `planner`, execute on `registry`'s tools, journal to `journal`."""
 
@@ -102,6 +130,10 @@ class Runtime:
         self.rng = rng or random.Random()
         self.first_dispatch: float | None = None  # of the last run or resume, for `ember chaos`
         self._pool: ThreadPoolExecutor | None = None
+        # Set by a process that is stopping (`ember serve` at shutdown): a run cancelled from
+        # then on is left interrupted, as a crash leaves it, for the next process to resume,
+        # instead of being recorded as cancelled.
+        self.stopping = False
 
     def close(self) -> None:
         """Stop the thread pool of blocking tools (it is started by the first run)."""
@@ -226,7 +258,8 @@ class Runtime:
             except* NondeterminismError as group:
                 raise group.exceptions[0] from None
         except asyncio.CancelledError:
-            await asyncio.shield(self._cancelled(execution, recorder))
+            if not self.stopping:
+                await asyncio.shield(self._cancelled(execution, recorder))
             raise
         finally:
             self.first_dispatch = execution.first_dispatch

@@ -9,6 +9,10 @@ GET  /metrics         Prometheus text: ember_layer_seconds{layer}, ember_step_se
 GET  /health
 ```
 
+At start, once its planner is ready, the server resumes the journal's interrupted runs (those
+`running` whose process is gone, as `ember resume --all` does); at shutdown, those still going
+are left interrupted again, for the next start, rather than recorded as cancelled.
+
 Runs started over HTTP run concurrently in the server's event loop and share the journal (group
 commit). Errors are JSON `{"error": "..."}`: 400 names the bad input, 404 an unknown run.
 Needs the `server` extra (Starlette, uvicorn, prometheus-client); OTLP needs `otel`.
@@ -18,6 +22,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import socket
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
@@ -102,6 +108,28 @@ class _RunApi:
         return _json({"status": "ok"})
 
 
+def _interrupted(journal: SQLiteJournal) -> list[str]:
+    from ember.executor.runtime import interrupted_runs
+
+    run_ids = interrupted_runs(journal)
+    if run_ids:
+        _say(f"resuming {len(run_ids)} interrupted run(s): {', '.join(run_ids)}")
+    return run_ids
+
+
+async def _resume(runtime: Runtime, run_id: str) -> None:
+    try:
+        result = await runtime.resume(run_id)
+    except EmberError as exc:
+        _say(f"could not resume {run_id}: {exc}")
+    else:
+        _say(f"resumed {run_id}: {result.status.value}")
+
+
+def _say(message: str) -> None:
+    print(f"ember serve: {message}", file=sys.stderr, flush=True)
+
+
 def _json(content: Any, status: int = 200) -> Response:
     from starlette.responses import JSONResponse
 
@@ -143,9 +171,19 @@ def create_app(
                 if warm is not None:  # loaded and its prompt prefix read before the first run
                     catalogue = tuple(runtime.registry.descriptors())
                     await asyncio.to_thread(warm, PlanningTask("", date.today(), catalogue))
+                resuming = [
+                    asyncio.create_task(_resume(runtime, run_id))
+                    for run_id in _interrupted(journal)
+                ]
                 if ready is not None:
                     ready()
-                yield
+                try:
+                    yield
+                finally:  # what is still running stays interrupted, for the next start
+                    runtime.stopping = True
+                    for task in resuming:
+                        task.cancel()
+                    await asyncio.gather(*resuming, return_exceptions=True)
         finally:
             exporters.close()
 
@@ -174,8 +212,19 @@ def serve(
 
     def ready() -> None:
         where = f" and sending spans to {otlp_endpoint}" if otlp_endpoint else ""
-        print(f"ember serve: listening on http://{host}:{port}{where}", file=sys.stderr, flush=True)
+        _say(f"listening on http://{host}:{port}{where}")
 
+    # Bound before the app starts: the port is known free before the model loads, and once
+    # "listening" is printed, connections are accepted (served when start-up is over).
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        listener = socket.create_server((host, port), family=family)
+    except OSError as exc:
+        reason = os.strerror(exc.errno) if exc.errno else str(exc)
+        raise UserError(
+            f"cannot listen on {host}:{port}: {reason}: choose another --port"
+        ) from None
     app = create_app(journal, open_runtime, otlp_endpoint=otlp_endpoint, ready=ready)
-    config: Any = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-    uvicorn.Server(config).run()
+    config: Any = uvicorn.Config(app, log_level="warning", lifespan="on")
+    with listener:
+        uvicorn.Server(config).run(sockets=[listener])
