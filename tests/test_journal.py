@@ -167,6 +167,30 @@ def test_a_journal_written_by_an_older_ember_is_migrated_with_its_runs(tmp_path:
     journal.close()
 
 
+def test_processes_opening_an_older_journal_at_once_all_get_it_migrated(tmp_path: Path) -> None:
+    """Whoever migrates second finds the work done, rather than failing on it."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "j.db"
+    with sqlite3.connect(path) as db:
+        db.executescript(f"BEGIN; {MIGRATIONS[0]}; PRAGMA user_version=1; COMMIT;")
+    db.close()
+    opener = (
+        "import sys; from ember.journal import SQLiteJournal; "
+        "j = SQLiteJournal(sys.argv[1]); print(len(j.runs())); j.close()"
+    )
+    children = [
+        subprocess.Popen([sys.executable, "-c", opener, str(path)], stdout=subprocess.PIPE)
+        for _ in range(6)
+    ]
+    assert [child.communicate(timeout=60)[0].strip() for child in children] == [b"0"] * 6
+    assert all(child.returncode == 0 for child in children)
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+    db.close()
+
+
 def test_unwritable_location_is_a_clear_error(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("")

@@ -117,9 +117,15 @@ class SQLiteJournal:
                 f"knows ({len(MIGRATIONS)}): upgrade ember"
             )
         for index in range(version, len(MIGRATIONS)):
-            self._db.executescript(
-                f"BEGIN; {MIGRATIONS[index]}; PRAGMA user_version={index + 1}; COMMIT;"
-            )
+            script = f"{MIGRATIONS[index]}; PRAGMA user_version={index + 1}"
+            try:
+                self._db.executescript(f"BEGIN IMMEDIATE; {script}; COMMIT;")
+            except sqlite3.Error:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                if self._db.execute("PRAGMA user_version").fetchone()[0] <= index:
+                    raise
+                # another process opening the journal migrated it first
 
     async def append(self, event: Event) -> None:
         """Append `event`; returns once it is durable (see the module docstring)."""
@@ -183,7 +189,7 @@ class SQLiteJournal:
         keys = self._keys
         new_runs = [e.run_id for e, _, _ in batch if e.run_id not in keys]
         if new_runs:
-            self._db.execute("BEGIN")
+            self._db.execute("BEGIN IMMEDIATE")
             for run_id in new_runs:
                 if run_id not in keys:
                     keys[run_id] = self._run_key(run_id)
@@ -195,7 +201,7 @@ class SQLiteJournal:
             self._db.execute(_INSERTS[len(rows)], [value for row in rows for value in row])
         else:
             if not new_runs:
-                self._db.execute("BEGIN")
+                self._db.execute("BEGIN IMMEDIATE")
             self._db.executemany(_INSERT, rows)
         if self._db.in_transaction:
             self._db.execute("COMMIT")
