@@ -191,6 +191,38 @@ def test_processes_opening_an_older_journal_at_once_all_get_it_migrated(tmp_path
     db.close()
 
 
+def test_processes_writing_one_journal_at_once_lose_nothing(tmp_path: Path) -> None:
+    """Several processes appending new runs to one file (a server, `ember resume`, `ember runs
+    resolve`): each waits for the write lock; none fails, every run reads back whole."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "j.db"
+    SQLiteJournal(path).close()
+    writer = (
+        "import asyncio, sys\n"
+        "from tests.test_journal import append_all, events_of\n"
+        "from ember.journal import SQLiteJournal\n"
+        "j = SQLiteJournal(sys.argv[1])\n"
+        "async def main():\n"
+        "    await asyncio.gather(*(append_all(j, events_of(f'r-{sys.argv[2]}-{i}')) "
+        "for i in range(40)))\n"
+        "asyncio.run(main()); j.close()\n"
+    )
+    children = [
+        subprocess.Popen([sys.executable, "-c", writer, str(path), str(n)], stderr=subprocess.PIPE)
+        for n in range(4)
+    ]
+    errors = [child.communicate(timeout=60)[1].decode() for child in children]
+    assert [child.returncode for child in children] == [0] * 4, errors
+    journal = SQLiteJournal(path)
+    assert len(journal.runs(limit=1000)) == 160
+    assert all(
+        journal.read(f"r-{n}-{i}") == events_of(f"r-{n}-{i}") for n in range(4) for i in range(40)
+    )
+    journal.close()
+
+
 def test_unwritable_location_is_a_clear_error(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("")
