@@ -143,6 +143,7 @@ def test_a_journal_written_by_an_older_ember_is_migrated_with_its_runs(tmp_path:
 
     path = tmp_path / "j.db"
     with sqlite3.connect(path) as db:
+        db.execute("PRAGMA journal_mode=WAL")  # as ember left it
         db.executescript(f"BEGIN; {MIGRATIONS[0]}; PRAGMA user_version=1; COMMIT;")
         for run_id in ("r-old-1", "r-old-2"):
             for event in events_of(run_id)[:4]:  # no run.done yet: an interrupted run
@@ -174,6 +175,7 @@ def test_processes_opening_an_older_journal_at_once_all_get_it_migrated(tmp_path
 
     path = tmp_path / "j.db"
     with sqlite3.connect(path) as db:
+        db.execute("PRAGMA journal_mode=WAL")  # as ember left it
         db.executescript(f"BEGIN; {MIGRATIONS[0]}; PRAGMA user_version=1; COMMIT;")
     db.close()
     opener = (

@@ -96,9 +96,9 @@ class SQLiteJournal:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self._db.execute("PRAGMA busy_timeout=10000")  # first: the next one may wait too
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
-            self._db.execute("PRAGMA busy_timeout=10000")
             self._migrate()
         except (sqlite3.Error, OSError) as exc:
             raise JournalError(f"cannot open the journal at {self.path}: {exc}") from None
