@@ -34,6 +34,25 @@ def test_sigkill_at_random_instants_never_loses_or_repeats_an_effect(idempotent:
     assert min(resumes) > 0
 
 
+@pytest.mark.parametrize("peer", ["langgraph-async", "dbos"])
+def test_the_peers_are_crashed_the_same_way_and_counted(peer: str) -> None:
+    """The peers' workflows (the bench extra) under the same kills: whatever they duplicate is
+    counted from the effect records, and none of their runs is left unfinished."""
+    from ember.chaos import chaos_table, run_peer_chaos
+    from ember.chaos_peers import installed_peers
+
+    if peer not in installed_peers():
+        pytest.skip(f'{peer} is not installed: pip install -e ".[bench]"')
+    report = run_peer_chaos(peer, trials=3, steps=30, seed=7)
+    assert report.crashed >= 2
+    assert report.lost == 0  # both resume from durable state; what they may do is repeat
+    assert report.unfinished == 0
+    assert report.in_doubt == 0  # they have no such notion: a step runs again or not
+    assert len(report.resume_samples_ms) >= 1
+    row = chaos_table([report]).splitlines()[-1]
+    assert row.startswith(report.label) and f" {report.duplicated} " in row
+
+
 def test_torn_wal_never_invents_or_loses_a_committed_event(tmp_path: Path) -> None:
     path = tmp_path / "j.db"
     journal = SQLiteJournal(path)

@@ -13,6 +13,9 @@ step, 2 or more a duplicated effect.
   as in doubt, never silently repeated.
 
 Resume time is measured from spawning the resuming process to its first tool call.
+
+Peers (`run_peer_chaos`, `ember.chaos_peers`): the same chain, kills and counts on LangGraph and
+DBOS workflows, when the `bench` extra installed them, printed beside ember's rows.
 """
 
 from __future__ import annotations
@@ -28,12 +31,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-__all__ = ["ChaosReport", "run_chaos"]
+__all__ = ["ChaosReport", "chaos_table", "run_chaos", "run_peer_chaos"]
 
 _RUN_ID = "r-chaos"
 
@@ -45,6 +49,7 @@ class ChaosReport(msgspec.Struct):
     steps: int
     durability: str
     idempotent: bool
+    system: str = "ember"  # or a peer of `ember.chaos_peers.PEERS`
     crashed: int = 0  # trials whose child was killed before it finished
     lost: int = 0
     duplicated: int = 0
@@ -62,17 +67,31 @@ class ChaosReport(msgspec.Struct):
         }
         return data
 
-    def table(self, mode: str) -> str:
-        data = self.to_json()
-        resume = data["resume_ms"]
-        return (
-            f"ember chaos ({mode}, durability {self.durability}): {self.trials} trials of "
-            f"{self.steps} steps, {self.crashed} killed mid-run\n"
-            f"  lost {self.lost}   duplicated {self.duplicated}   in doubt {self.in_doubt}   "
-            f"unfinished {self.unfinished}\n"
-            f"  resume (process start -> first resumed step): p50 {resume['p50']} ms, "
-            f"p99 {resume['p99']} ms over {resume['n']} resumes"
+    @property
+    def label(self) -> str:
+        """What was crashed, for a table row."""
+        if self.system != "ember":
+            return self.durability  # the peer, as it ships
+        tools = "idempotent" if self.idempotent else "non-idempotent"
+        return f"ember, {tools} tools, durability {self.durability}"
+
+
+def chaos_table(reports: list[ChaosReport]) -> str:
+    """ember's rows and the peers' side by side (the same trials, steps and kill instants)."""
+    first = reports[0]
+    lines = [
+        f"ember chaos: {first.trials} trials of {first.steps} steps each, kill -9 at a random "
+        "instant of each run, then resume",
+        f"{'':56} {'killed':>6} {'lost':>5} {'duplicated':>10} {'in doubt':>8}  "
+        "resume p50 / p99 ms",
+    ]
+    for report in reports:
+        resume = report.to_json()["resume_ms"]
+        lines.append(
+            f"{report.label:56} {report.crashed:>6} {report.lost:>5} {report.duplicated:>10} "
+            f"{report.in_doubt:>8}  {resume['p50']} / {resume['p99']}"
         )
+    return "\n".join(lines)
 
 
 def _percentile(samples: list[float], q: float) -> float:
@@ -85,9 +104,12 @@ class _Trial(msgspec.Struct, frozen=True):
     effects: Path
     steps: int
     durability: str
-    mode: str
+    mode: str  # ember: idempotent / non-idempotent; a peer: its name
 
     def child(self, action: str, last: str | None = None) -> list[str]:
+        if self.durability == "peer":
+            peer = [str(self.db), str(self.effects), str(self.steps), self.mode]
+            return [sys.executable, "-m", "ember.chaos_peers", action, *peer]
         return [
             sys.executable,
             "-m",
@@ -104,29 +126,39 @@ class _Trial(msgspec.Struct, frozen=True):
 def run_chaos(
     *, trials: int, steps: int, durability: str, idempotent: bool, seed: int
 ) -> ChaosReport:
-    """Run the crash test (see the module docstring); progress goes to stderr."""
-    rng = random.Random(seed)
-    report = ChaosReport(trials, steps, durability, idempotent)
+    """Run the crash test on ember (see the module docstring); progress goes to stderr."""
     mode = "idempotent" if idempotent else "non-idempotent"
+    report = ChaosReport(trials, steps, durability, idempotent)
+    return _crash(report, lambda db, effects: _Trial(db, effects, steps, durability, mode), seed)
+
+
+def run_peer_chaos(peer: str, *, trials: int, steps: int, seed: int) -> ChaosReport:
+    """The same crash test on a peer's workflow (`ember.chaos_peers`): its steps cannot
+    dedupe, so a step run again after the crash is a duplicated effect."""
+    from ember.chaos_peers import PEERS
+
+    report = ChaosReport(trials, steps, PEERS[peer][0], idempotent=False, system=peer)
+    return _crash(report, lambda db, effects: _Trial(db, effects, steps, "peer", peer), seed)
+
+
+def _crash(report: ChaosReport, trial_at: Callable[[Path, Path], _Trial], seed: int) -> ChaosReport:
+    rng = random.Random(seed)
     with tempfile.TemporaryDirectory(prefix="ember-chaos-") as tmp:
         base = Path(tmp)
         # the fastest of three whole runs: a slow one would put kills after the run's end
         duration = min(
-            _calibrate(_Trial(base / f"c{n}.db", base / f"c{n}-fx.db", steps, durability, mode))
-            for n in range(3)
+            _calibrate(trial_at(base / f"c{n}.db", base / f"c{n}-fx.db")) for n in range(3)
         )
-        for number in range(trials):
-            trial = _Trial(
-                base / f"t{number}.db", base / f"t{number}-fx.db", steps, durability, mode
-            )
+        for number in range(report.trials):
+            trial = trial_at(base / f"t{number}.db", base / f"t{number}-fx.db")
             report.crashed += _run_and_kill(trial, rng.uniform(0, duration))
             _recover(trial, report)
             counts = _effect_counts(trial.effects)
-            report.lost += sum(1 for n in range(1, steps + 1) if counts.get(n, 0) == 0)
+            report.lost += sum(1 for n in range(1, report.steps + 1) if counts.get(n, 0) == 0)
             report.duplicated += sum(c - 1 for c in counts.values() if c > 1)
             print(
-                f"  trial {number + 1}/{trials}: lost {report.lost}, duplicated "
-                f"{report.duplicated}, in doubt {report.in_doubt}",
+                f"  {report.system} trial {number + 1}/{report.trials}: lost {report.lost}, "
+                f"duplicated {report.duplicated}, in doubt {report.in_doubt}",
                 file=sys.stderr,
                 flush=True,
             )

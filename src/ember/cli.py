@@ -221,6 +221,11 @@ def _add_journal_commands(commands: Any) -> None:
         help="side-effecting tools that dedupe by key, ones that cannot, or both",
     )
     chaos.add_argument("--seed", type=int, default=1, help="random seed for the kill instants")
+    chaos.add_argument(
+        "--no-peers",
+        action="store_true",
+        help="crash ember only, not also LangGraph and DBOS (run when the bench extra has them)",
+    )
     chaos.add_argument("--json", action="store_true", help="print the results as JSON")
     chaos.set_defaults(handler=_measuring("chaos"))
 

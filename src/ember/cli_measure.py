@@ -158,9 +158,18 @@ def bench(args: argparse.Namespace) -> int:
 
 
 def chaos(args: argparse.Namespace) -> int:
-    from ember.chaos import run_chaos
+    from ember.chaos import chaos_table, run_chaos, run_peer_chaos
+    from ember.chaos_peers import PEERS, installed_peers
 
     modes = ["idempotent", "non-idempotent"] if args.mode == "both" else [args.mode]
+    peers = [] if args.no_peers else installed_peers()
+    missing = [peer for peer in PEERS if peer not in peers]
+    if missing and not args.no_peers:
+        print(
+            f"ember chaos: not installed, so not crashed side by side: {', '.join(missing)} "
+            '(pip install -e ".[bench]")',
+            file=sys.stderr,
+        )
     reports = [
         run_chaos(
             trials=args.trials,
@@ -171,15 +180,19 @@ def chaos(args: argparse.Namespace) -> int:
         )
         for mode in modes
     ]
+    peer_reports = [
+        run_peer_chaos(peer, trials=args.trials, steps=args.steps, seed=args.seed) for peer in peers
+    ]
     if args.json:
         out = (
             reports[0].to_json()
             if len(reports) == 1
             else {"modes": {mode: r.to_json() for mode, r in zip(modes, reports, strict=True)}}
         )
+        if peer_reports:
+            out["peers"] = {peer: r.to_json() for peer, r in zip(peers, peer_reports, strict=True)}
         print(json.dumps(out))
     else:
-        for mode, report in zip(modes, reports, strict=True):
-            print(report.table(mode))
-    failed = any(r.duplicated or r.lost for r in reports)
+        print(chaos_table(reports + peer_reports))
+    failed = any(r.duplicated or r.lost for r in reports)  # the peers' duplicates are theirs
     return 1 if failed else 0
