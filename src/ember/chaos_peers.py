@@ -100,11 +100,10 @@ def _langgraph(action: str, db: Path, effects: _Effects, steps: int, durability:
         print("STARTED", flush=True)
         app.invoke({"n": 0}, config, durability=durability)
         return
-    state = app.get_state(config)
-    if state.next:  # interrupted: continue from the last checkpoint
-        app.invoke(None, config, durability=durability)
-    elif not state.values:  # killed before its first checkpoint: start it again
+    if saver.get_tuple(config) is None:  # killed before its first checkpoint: start again
         app.invoke({"n": 0}, config, durability=durability)
+    else:  # from the last checkpoint (a finished thread runs nothing)
+        app.invoke(None, config, durability=durability)
 
 
 def _dbos(action: str, db: Path, effects: _Effects, steps: int) -> None:
