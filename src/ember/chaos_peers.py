@@ -95,7 +95,7 @@ def _langgraph(action: str, db: Path, effects: _Effects, steps: int, durability:
     graph.add_edge(f"s{steps}", END)
     saver = SqliteSaver(sqlite3.connect(db, check_same_thread=False))
     app: Any = graph.compile(checkpointer=saver)
-    config = {"configurable": {"thread_id": _THREAD}}
+    config: Any = {"configurable": {"thread_id": _THREAD}}
     if action == "work":
         print("STARTED", flush=True)
         app.invoke({"n": 0}, config, durability=durability)
