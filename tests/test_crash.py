@@ -49,8 +49,10 @@ def test_the_peers_are_crashed_the_same_way_and_counted(peer: str) -> None:
     assert report.unfinished == 0
     assert report.in_doubt == 0  # they have no such notion: a step runs again or not
     assert len(report.resume_samples_ms) >= 1
+    assert report.duplicating_trials <= min(report.duplicated, report.trials)
     row = chaos_table([report]).splitlines()[-1]
-    assert row.startswith(report.label) and f" {report.duplicated} " in row
+    assert row.startswith(report.label)
+    assert f" {report.duplicated} ({report.duplicating_trials}) " in row
 
 
 def test_torn_wal_never_invents_or_loses_a_committed_event(tmp_path: Path) -> None:

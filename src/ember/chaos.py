@@ -53,6 +53,7 @@ class ChaosReport(msgspec.Struct):
     crashed: int = 0  # trials whose child was killed before it finished
     lost: int = 0
     duplicated: int = 0
+    duplicating_trials: int = 0  # trials with at least one duplicated effect
     in_doubt: int = 0
     unfinished: int = 0  # runs that did not finish after 5 resumes
     resume_samples_ms: list[float] = []
@@ -82,13 +83,14 @@ def chaos_table(reports: list[ChaosReport]) -> str:
     lines = [
         f"ember chaos: {first.trials} trials of {first.steps} steps each, kill -9 at a random "
         "instant of each run, then resume",
-        f"{'':56} {'killed':>6} {'lost':>5} {'duplicated':>10} {'in doubt':>8}  "
+        f"{'':56} {'killed':>6} {'lost':>5} {'duplicated (trials)':>19} {'in doubt':>8}  "
         "resume p50 / p99 ms",
     ]
     for report in reports:
         resume = report.to_json()["resume_ms"]
         lines.append(
-            f"{report.label:56} {report.crashed:>6} {report.lost:>5} {report.duplicated:>10} "
+            f"{report.label:56} {report.crashed:>6} {report.lost:>5} "
+            f"{f'{report.duplicated} ({report.duplicating_trials})':>19} "
             f"{report.in_doubt:>8}  {resume['p50']} / {resume['p99']}"
         )
     return "\n".join(lines)
@@ -155,7 +157,9 @@ def _crash(report: ChaosReport, trial_at: Callable[[Path, Path], _Trial], seed: 
             _recover(trial, report)
             counts = _effect_counts(trial.effects)
             report.lost += sum(1 for n in range(1, report.steps + 1) if counts.get(n, 0) == 0)
-            report.duplicated += sum(c - 1 for c in counts.values() if c > 1)
+            duplicated = sum(c - 1 for c in counts.values() if c > 1)
+            report.duplicated += duplicated
+            report.duplicating_trials += duplicated > 0
             print(
                 f"  {report.system} trial {number + 1}/{report.trials}: lost {report.lost}, "
                 f"duplicated {report.duplicated}, in doubt {report.in_doubt}",
