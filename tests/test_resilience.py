@@ -100,6 +100,19 @@ def test_retryable_errors_back_off_exponentially_with_jitter() -> None:
     ]
 
 
+def _cancel_mid_call(rt: Runtime, run_id: str, started: asyncio.Event) -> None:
+    """Run the plan "go" as `run_id` and cancel it once its tool call has `started`."""
+
+    async def main() -> None:
+        task = asyncio.create_task(rt.run("go", run_id=run_id))
+        await started.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+
+
 def test_cancellation_records_every_step(tmp_path: Path) -> None:
     registry = ToolRegistry()
     started = asyncio.Event()
@@ -116,14 +129,7 @@ def test_cancellation_records_every_step(tmp_path: Path) -> None:
     plan = Plan([Step(1, "slow", {"x": 1}), Step(2, "slow", {"x": "$1"})])
     rt = Runtime(registry, ScriptedPlanner({"go": plan}), journal)
 
-    async def main() -> None:
-        task = asyncio.create_task(rt.run("go", run_id="r-c"))
-        await started.wait()
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-
-    asyncio.run(main())
+    _cancel_mid_call(rt, "r-c", started)
     state = fold("r-c", journal.read("r-c"))
     assert state.status is RunStatus.CANCELLED
     assert state.steps[1].status is StepStatus.FAILED
@@ -156,15 +162,8 @@ def test_a_stopping_runtime_leaves_a_cancelled_run_interrupted_for_the_next_proc
     plan = Plan([Step(1, "slow", {"x": 1}), Step(2, "slow", {"x": "$1"})])
     rt = Runtime(registry, ScriptedPlanner({"go": plan}), journal)
 
-    async def stop() -> None:
-        task = asyncio.create_task(rt.run("go", run_id="r-s"))
-        await started.wait()
-        rt.stopping = True
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-
-    asyncio.run(stop())
+    rt.stopping = True  # as `ember serve` sets it at shutdown
+    _cancel_mid_call(rt, "r-s", started)
     state = fold("r-s", journal.read("r-s"))
     assert state.status is RunStatus.RUNNING
     assert state.steps[1].status is StepStatus.RUNNING  # its intent, and no outcome
