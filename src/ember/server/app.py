@@ -122,6 +122,9 @@ async def _resume(runtime: Runtime, run_id: str) -> None:
         result = await runtime.resume(run_id)
     except EmberError as exc:
         _say(f"could not resume {run_id}: {exc}")
+    except Exception as exc:  # a bug: said now, not when the server stops
+        _say(f"could not resume {run_id}: {type(exc).__name__}: {exc}")
+        raise
     else:
         _say(f"resumed {run_id}: {result.status.value}")
 
