@@ -48,7 +48,7 @@ def test_the_peers_are_crashed_the_same_way_and_counted(peer: str) -> None:
     assert report.lost == 0  # both resume from durable state; what they may do is repeat
     assert report.unfinished == 0
     assert report.in_doubt == 0  # they have no such notion: a step runs again or not
-    assert len(report.resume_samples_ms) >= 1
+    assert report.resume_samples_ms  # a resume was timed (how long is for benchmarks)
     assert report.duplicating_trials <= min(report.duplicated, report.trials)
     row = chaos_table([report]).splitlines()[-1]
     assert row.startswith(report.label)
