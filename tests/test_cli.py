@@ -172,11 +172,17 @@ def test_ctrl_c_cancels_the_run_and_records_every_step(
             }
         )
     )
+    # Ctrl-C as a terminal sends it, also when these tests run in a background job, whose
+    # children inherit SIGINT ignored (POSIX shells do that for `&` without job control).
+    restore_sigint = (
+        "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        "sys.argv[0] = 'ember'; runpy.run_module('ember.cli', run_name='__main__')"
+    )
     child = subprocess.Popen(
         [
             sys.executable,
-            "-m",
-            "ember.cli",
+            "-c",
+            restore_sigint,
             "run",
             "--planner",
             "scripted",
