@@ -72,7 +72,9 @@ class ChaosReport(msgspec.Struct):
     def label(self) -> str:
         """What was crashed, for a table row."""
         if self.system != "ember":
-            return self.durability  # the peer, as it ships
+            from ember.chaos_peers import PEERS
+
+            return PEERS[self.system][0]
         tools = "idempotent" if self.idempotent else "non-idempotent"
         return f"ember, {tools} tools, durability {self.durability}"
 
@@ -105,24 +107,12 @@ class _Trial(msgspec.Struct, frozen=True):
     db: Path
     effects: Path
     steps: int
-    durability: str
-    mode: str  # ember: idempotent / non-idempotent; a peer: its name
+    module: str  # the child: `ember.chaos`, or `ember.chaos_peers` for a peer
+    how: tuple[str, ...]  # its last arguments: (durability, tool mode), or (peer,)
 
-    def child(self, action: str, last: str | None = None) -> list[str]:
-        if self.durability == "peer":
-            peer = [str(self.db), str(self.effects), str(self.steps), self.mode]
-            return [sys.executable, "-m", "ember.chaos_peers", action, *peer]
-        return [
-            sys.executable,
-            "-m",
-            "ember.chaos",
-            action,
-            str(self.db),
-            str(self.effects),
-            str(self.steps),
-            self.durability,
-            last or self.mode,
-        ]
+    def child(self, action: str) -> list[str]:
+        where = [str(self.db), str(self.effects), str(self.steps)]
+        return [sys.executable, "-m", self.module, action, *where, *self.how]
 
 
 def run_chaos(
@@ -131,7 +121,8 @@ def run_chaos(
     """Run the crash test on ember (see the module docstring); progress goes to stderr."""
     mode = "idempotent" if idempotent else "non-idempotent"
     report = ChaosReport(trials, steps, durability, idempotent)
-    return _crash(report, lambda db, effects: _Trial(db, effects, steps, durability, mode), seed)
+    how = (durability, mode)
+    return _crash(report, lambda db, fx: _Trial(db, fx, steps, "ember.chaos", how), seed)
 
 
 def run_peer_chaos(peer: str, *, trials: int, steps: int, seed: int) -> ChaosReport:
@@ -139,8 +130,11 @@ def run_peer_chaos(peer: str, *, trials: int, steps: int, seed: int) -> ChaosRep
     dedupe, so a step run again after the crash is a duplicated effect."""
     from ember.chaos_peers import PEERS
 
-    report = ChaosReport(trials, steps, PEERS[peer][0], idempotent=False, system=peer)
-    return _crash(report, lambda db, effects: _Trial(db, effects, steps, "peer", peer), seed)
+    if peer not in PEERS:
+        raise ValueError(f"unknown peer {peer!r}: one of {', '.join(PEERS)}")
+    report = ChaosReport(trials, steps, "as shipped", idempotent=False, system=peer)
+    how = (peer,)
+    return _crash(report, lambda db, fx: _Trial(db, fx, steps, "ember.chaos_peers", how), seed)
 
 
 def _crash(report: ChaosReport, trial_at: Callable[[Path, Path], _Trial], seed: int) -> ChaosReport:
