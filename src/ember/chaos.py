@@ -31,7 +31,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -121,8 +120,7 @@ def run_chaos(
     """Run the crash test on ember (see the module docstring); progress goes to stderr."""
     mode = "idempotent" if idempotent else "non-idempotent"
     report = ChaosReport(trials, steps, durability, idempotent)
-    how = (durability, mode)
-    return _crash(report, lambda db, fx: _Trial(db, fx, steps, "ember.chaos", how), seed)
+    return _crash(report, "ember.chaos", (durability, mode), seed)
 
 
 def run_peer_chaos(peer: str, *, trials: int, steps: int, seed: int) -> ChaosReport:
@@ -133,12 +131,16 @@ def run_peer_chaos(peer: str, *, trials: int, steps: int, seed: int) -> ChaosRep
     if peer not in PEERS:
         raise ValueError(f"unknown peer {peer!r}: one of {', '.join(PEERS)}")
     report = ChaosReport(trials, steps, "as shipped", idempotent=False, system=peer)
-    how = (peer,)
-    return _crash(report, lambda db, fx: _Trial(db, fx, steps, "ember.chaos_peers", how), seed)
+    return _crash(report, "ember.chaos_peers", (peer,), seed)
 
 
-def _crash(report: ChaosReport, trial_at: Callable[[Path, Path], _Trial], seed: int) -> ChaosReport:
+def _crash(report: ChaosReport, module: str, how: tuple[str, ...], seed: int) -> ChaosReport:
+    """Calibrate, then kill and resume `report.trials` workflows of child `module`."""
     rng = random.Random(seed)
+
+    def trial_at(db: Path, effects: Path) -> _Trial:
+        return _Trial(db, effects, report.steps, module, how)
+
     with tempfile.TemporaryDirectory(prefix="ember-chaos-") as tmp:
         base = Path(tmp)
         # the fastest of three whole runs: a slow one would put kills after the run's end

@@ -187,12 +187,11 @@ class SQLiteJournal:
 
     def _commit(self, batch: list[tuple[Event, bytes, asyncio.Future[None] | None]]) -> None:
         keys = self._keys
-        new_runs = [e.run_id for e, _, _ in batch if e.run_id not in keys]
+        new_runs = dict.fromkeys(e.run_id for e, _, _ in batch if e.run_id not in keys)
         if new_runs:
             self._db.execute("BEGIN IMMEDIATE")
             for run_id in new_runs:
-                if run_id not in keys:
-                    keys[run_id] = self._run_key(run_id)
+                keys[run_id] = self._run_key(run_id)
         rows = [
             (e.run_id, type(e).__struct_config__.tag, e.at, body, zlib.crc32(body), keys[e.run_id])
             for e, body, _ in batch
