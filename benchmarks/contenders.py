@@ -202,25 +202,20 @@ def floor_sqlite_commit(n: int, *, synchronous: str = "NORMAL") -> Samples:
 
 def floor_sqlite_step_records(n: int) -> Samples:
     """What a durable chain step must commit at least, in the journal's own schema (its run
-    index included): two ~350-byte rows, the step's outcome and the next step's intent, in one
+    index included): the step's outcome and the next step's intent, one ~350-byte row, one
     transaction (WAL, synchronous=NORMAL)."""
     from ember.journal.sqlite import MIGRATIONS
 
     with tempfile.TemporaryDirectory() as tmp:
         db = _wal_db(Path(tmp) / "floor.db", "NORMAL")
         db.executescript("".join(MIGRATIONS))
-        rows = [
-            ("r-1", "step.done", 1.0, b"x" * 350, 7, 1),
-            ("r-1", "step.intent", 1.0, b"y" * 350, 9, 1),
-        ]
+        row = ("r-1", "step.done", 1.0, b"x" * 350, 7, 1)
 
         def commit() -> None:
-            db.execute("BEGIN")
-            db.executemany(
+            db.execute(
                 "INSERT INTO events(run_id, kind, at, body, crc, run_key) VALUES (?,?,?,?,?,?)",
-                rows,
+                row,
             )
-            db.execute("COMMIT")
 
         samples = _repeat(commit, n)
         db.close()

@@ -12,10 +12,13 @@ from ember.errors import CorruptRecordError, JournalError, RunNotFoundError
 from ember.journal import (
     PlanStep,
     RunDone,
+    RunResumed,
     RunStarted,
     RunStatus,
+    RunWaiting,
     SQLiteJournal,
     StepDone,
+    StepInDoubt,
     StepIntent,
     StepStatus,
     fold,
@@ -107,6 +110,70 @@ def test_a_run_alone_commits_without_waiting_for_company(tmp_path: Path) -> None
     assert asyncio.run(scenario()) == [True, False, True, True]
     assert journal.read("r-1") == one[:4]
     reader.close()
+    journal.close()
+
+
+def test_a_runs_events_in_one_commit_share_a_row_and_read_back_in_order(tmp_path: Path) -> None:
+    """One row a run a commit: a run that starts and ends in one commit lists as ended, and a
+    commit of two runs holds one row for each."""
+    path = tmp_path / "j.db"
+    journal = SQLiteJournal(path)
+    one, two, three = events_of("r-1"), events_of("r-2"), events_of("r-3")
+
+    async def scenario() -> None:
+        for event in one[:-1]:
+            journal.append_soon(event)
+        await journal.append(one[-1])  # r-1 from start to end: one commit
+        for first, second in zip(two[:-1], three[:-1], strict=True):
+            journal.append_soon(first)
+            journal.append_soon(second)
+        await asyncio.gather(journal.append(two[-1]), journal.append(three[-1]))
+
+    asyncio.run(scenario())
+    with sqlite3.connect(path) as db:
+        rows = db.execute("SELECT run_id, kind FROM events ORDER BY seq").fetchall()
+    db.close()
+    assert rows == [  # r-1 whole; then r-2 and r-3 in two commits: their starts, their ends
+        ("r-1", "run.started"),
+        ("r-2", "run.started"),
+        ("r-3", "run.started"),
+        ("r-2", "run.done"),
+        ("r-3", "run.done"),
+    ]
+    assert [journal.read(run) for run in ("r-1", "r-2", "r-3")] == [one, two, three]
+    assert {(r.run_id, r.status) for r in journal.runs()} == {
+        (run, RunStatus.SUCCEEDED) for run in ("r-1", "r-2", "r-3")
+    }
+    journal.close()
+
+
+def test_a_run_is_listed_with_the_latest_change_of_its_state(tmp_path: Path) -> None:
+    """Resumed, then waiting, in one commit: listed as waiting; resumed again: running."""
+    journal = SQLiteJournal(tmp_path / "j.db")
+    start = events_of("r-1")[:3]
+    resumed, waiting = RunResumed("r-1", 2.0, "vm:1"), RunWaiting("r-1", 2.1, [1])
+    in_doubt = StepInDoubt("r-1", 2.05, 1, "interrupted")
+
+    async def scenario() -> list[RunStatus]:
+        seen = []
+        await append_all(journal, start)
+        seen.append(journal.runs()[0].status)
+        journal.append_soon(resumed)
+        journal.append_soon(in_doubt)
+        await journal.append(waiting)
+        seen.append(journal.runs()[0].status)
+        await journal.append(RunResumed("r-1", 3.0, "vm:1"))
+        seen.append(journal.runs()[0].status)
+        return seen
+
+    assert asyncio.run(scenario()) == [RunStatus.RUNNING, RunStatus.WAITING, RunStatus.RUNNING]
+    assert journal.read("r-1") == [
+        *start,
+        resumed,
+        in_doubt,
+        waiting,
+        RunResumed("r-1", 3.0, "vm:1"),
+    ]
     journal.close()
 
 

@@ -54,7 +54,7 @@ __all__ = [
     "StepState",
     "StepStatus",
     "canonical_args",
-    "decode_event",
+    "decode_events",
     "encode_event",
     "fold",
     "idempotency_key",
@@ -207,6 +207,7 @@ Event = (
 
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(Event)
+_many_decoder = msgspec.json.Decoder(list[Event])
 
 
 def encode_event(event: Event) -> bytes:
@@ -214,10 +215,13 @@ def encode_event(event: Event) -> bytes:
     return _encoder.encode(event)
 
 
-def decode_event(body: bytes) -> Event:
-    """Inverse of `encode_event`."""
-    event: Event = _decoder.decode(body)
-    return event
+def decode_events(body: bytes) -> list[Event]:
+    """The events of one journal record: one event's JSON (`encode_event`), or a JSON array of
+    several events of one run, in append order."""
+    if body[:1] == b"[":
+        events: list[Event] = _many_decoder.decode(body)
+        return events
+    return [_decoder.decode(body)]
 
 
 def canonical_args(args: dict[str, Any]) -> bytes:

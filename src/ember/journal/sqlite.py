@@ -3,6 +3,8 @@
 Group commit: `append` queues the event and the first append of an event-loop iteration
 schedules one flush for the next iteration, so every event appended in between (by any run in
 this process) shares one transaction and one commit. `append` returns when its event is durable.
+A commit writes one row a run: that run's events in it, as one checksummed JSON array (a chain
+step's outcome and the next step's intent; a run's start and its plan).
 
 A run alone (at `normal`): when the last commit held one run's events only and everything
 queued is that run's, no other run is there to share a commit, and `append` commits at once
@@ -30,10 +32,11 @@ from ember.errors import CorruptRecordError, JournalError, RunNotFoundError
 from ember.journal.events import (
     Event,
     RunDone,
+    RunResumed,
     RunStarted,
     RunStatus,
     RunWaiting,
-    decode_event,
+    decode_events,
     encode_event,
 )
 
@@ -68,6 +71,10 @@ MIGRATIONS: Sequence[str] = (
     CREATE INDEX events_by_run_key ON events(run_key, seq);
     DROP INDEX events_by_run;
     """,
+    # A row may hold several events of one run, committed together, as a JSON array (a chain
+    # step's outcome and the next intent; a run's start with its plan): half the rows and index
+    # entries a step. No table changes; the version tells an older ember it cannot read them.
+    "SELECT 1",
 )
 
 
@@ -76,6 +83,13 @@ _INSERT = "INSERT INTO events(run_id, kind, at, body, crc, run_key) VALUES (?,?,
 # BEGIN and COMMIT statements around `executemany` (a chain step's two records: ~4 us less).
 _ONE_STATEMENT = 8
 _INSERTS = {n: _INSERT + ",(?,?,?,?,?,?)" * (n - 1) for n in range(1, _ONE_STATEMENT + 1)}
+# A row's `kind` when it holds several events: `run.started` if it holds it (runs are listed by
+# it), else the last of these it holds (a run's status is found by them), else its first event's.
+_STATE_CHANGES = (RunResumed, RunWaiting, RunDone)
+
+
+# A queued event: the event, its encoded body and, for `append`, what is waiting on it.
+_Queued = tuple[Event, bytes, "asyncio.Future[None] | None"]
 
 
 class RunSummary(msgspec.Struct, frozen=True):
@@ -102,7 +116,7 @@ class SQLiteJournal:
             self._migrate()
         except (sqlite3.Error, OSError) as exc:
             raise JournalError(f"cannot open the journal at {self.path}: {exc}") from None
-        self._pending: list[tuple[Event, bytes, asyncio.Future[None] | None]] = []
+        self._pending: list[_Queued] = []
         self._failure: JournalError | None = None
         # The run whose events alone filled the last commit and fill the queue (else None).
         self._solo: str | None = None
@@ -168,7 +182,7 @@ class SQLiteJournal:
         if self.durability == "normal":
             self._solo = self._pending_run  # one run filled this commit: None if several
         try:
-            self._commit(batch)
+            self._commit(batch, self._pending_run)
         except sqlite3.Error as exc:
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")
@@ -185,28 +199,34 @@ class SQLiteJournal:
             if maybe is not None and not maybe.done():
                 maybe.set_result(None)
 
-    def _commit(self, batch: list[tuple[Event, bytes, asyncio.Future[None] | None]]) -> None:
+    def _commit(self, batch: list[_Queued], run_id: str | None) -> None:
+        """One transaction: a row for each run in `batch` with that run's events (`run_id`:
+        the one run whose events fill `batch`, else None)."""
         keys = self._keys
-        new_runs = dict.fromkeys(e.run_id for e, _, _ in batch if e.run_id not in keys)
-        if new_runs:
-            self._db.execute("BEGIN IMMEDIATE")
-            for run_id in new_runs:
-                keys[run_id] = self._run_key(run_id)
-        rows = [
-            (e.run_id, type(e).__struct_config__.tag, e.at, body, zlib.crc32(body), keys[e.run_id])
-            for e, body, _ in batch
-        ]
-        if len(rows) <= _ONE_STATEMENT:  # one statement: its own transaction (or the one above)
-            self._db.execute(_INSERTS[len(rows)], [value for row in rows for value in row])
-        else:
-            if not new_runs:
+        if run_id is not None:  # a chain step, a run alone: one row
+            key = keys.get(run_id)
+            if key is None:
                 self._db.execute("BEGIN IMMEDIATE")
-            self._db.executemany(_INSERT, rows)
+                key = keys[run_id] = self._run_key(run_id)
+            self._db.execute(_INSERT, _row(run_id, batch, key))
+        else:
+            runs: dict[str, list[_Queued]] = {}
+            for queued in batch:
+                runs.setdefault(queued[0].run_id, []).append(queued)
+            self._db.execute("BEGIN IMMEDIATE")
+            for run in runs:
+                if run not in keys:
+                    keys[run] = self._run_key(run)
+            rows = [_row(run, events, keys[run]) for run, events in runs.items()]
+            if len(rows) <= _ONE_STATEMENT:
+                self._db.execute(_INSERTS[len(rows)], [value for row in rows for value in row])
+            else:
+                self._db.executemany(_INSERT, rows)
         if self._db.in_transaction:
             self._db.execute("COMMIT")
-        for row in rows:
-            if row[1] == "run.done":
-                keys.pop(row[0], None)
+        for event, _, _ in batch:
+            if isinstance(event, RunDone):
+                keys.pop(event.run_id, None)
 
     def _run_key(self, run_id: str) -> int:
         """The key of run `run_id`, given now if it has none (inside the write transaction)."""
@@ -226,7 +246,7 @@ class SQLiteJournal:
         ).fetchall()
         if not rows:
             raise RunNotFoundError(run_id)
-        return [self._decode(seq, body, crc) for seq, body, crc in rows]
+        return [event for seq, body, crc in rows for event in self._decode(seq, body, crc)]
 
     def find_run(self, prefix: str) -> str:
         """The full id of the run whose id starts with `prefix` (ids are long to type)."""
@@ -249,30 +269,32 @@ class SQLiteJournal:
         ).fetchall()
         summaries = []
         for seq, body, crc, run_key in started:
-            event = self._decode(seq, body, crc)
+            event = self._decode(seq, body, crc)[0]
             assert isinstance(event, RunStarted)
-            last = self._db.execute(
+            last = self._db.execute(  # the latest row holding a change of the run's state
                 "SELECT seq, body, crc FROM events WHERE run_key=? AND kind IN "
-                "('run.done', 'run.waiting', 'run.resumed') ORDER BY seq DESC LIMIT 1",
+                "('run.started', 'run.resumed', 'run.waiting', 'run.done') "
+                "ORDER BY seq DESC LIMIT 1",
                 (run_key,),
             ).fetchone()
             status = RunStatus.RUNNING
-            if last is not None:
-                latest = self._decode(*last)
-                if isinstance(latest, RunDone):
-                    status = latest.status
-                elif isinstance(latest, RunWaiting):
-                    status = RunStatus.WAITING
+            for latest in reversed(self._decode(*last)):
+                if isinstance(latest, _STATE_CHANGES):
+                    if isinstance(latest, RunDone):
+                        status = latest.status
+                    elif isinstance(latest, RunWaiting):
+                        status = RunStatus.WAITING
+                    break
             summaries.append(RunSummary(event.run_id, event.task, event.at, status))
         return summaries
 
-    def _decode(self, seq: int, body: bytes | str, crc: int) -> Event:
+    def _decode(self, seq: int, body: bytes | str, crc: int) -> list[Event]:
         data = body if isinstance(body, bytes) else body.encode()  # edited outside ember
         if zlib.crc32(data) != crc:
             raise CorruptRecordError(
                 f"journal record {seq} in {self.path} fails its checksum: the file was damaged"
             )
-        return decode_event(data)
+        return decode_events(data)
 
     def close(self) -> None:
         """Close the database. Appends still queued are failed, never silently dropped."""
@@ -281,3 +303,19 @@ class SQLiteJournal:
                 future.set_exception(JournalError("the journal was closed before this append"))
         self._pending = []
         self._db.close()
+
+
+def _row(run_id: str, events: list[_Queued], run_key: int) -> tuple[object, ...]:
+    """The `events` row of one run's events in one commit (`_STATE_CHANGES`: its kind)."""
+    first = events[0][0]
+    kind = type(first).__struct_config__.tag
+    if len(events) == 1:
+        body = events[0][1]
+    else:
+        body = b"[" + b",".join([encoded for _, encoded, _ in events]) + b"]"
+        if kind != "run.started":
+            for event, _, _ in reversed(events):
+                if isinstance(event, _STATE_CHANGES):
+                    kind = type(event).__struct_config__.tag
+                    break
+    return (run_id, kind, first.at, body, zlib.crc32(body), run_key)
