@@ -110,13 +110,11 @@ def _chain_runs(runs: int, *, journal: str = "memory", steps: int = 20) -> list[
     async def main(sink: Any) -> list[Any]:
         planner = ScriptedPlanner({"chain": _chain_plan(steps)})
         runtime = Runtime(_chain_registry(), planner, sink)
-        finished = []
-        for _ in range(runs):
-            result = await runtime.run("chain")
-            assert result.status == "succeeded", result.error
-            done = sink.read(result.run_id)[-1]
-            assert isinstance(done, RunDone)
-            finished.append(done)
+        results = [await runtime.run("chain") for _ in range(runs)]
+        assert all(result.status == "succeeded" for result in results), results[0].error
+        # read once the runs are over, so that decoding them is not garbage for the runs to collect
+        finished = [sink.read(result.run_id)[-1] for result in results]
+        assert all(isinstance(done, RunDone) for done in finished)
         return finished
 
     if journal == "memory":
