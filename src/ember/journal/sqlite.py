@@ -85,7 +85,11 @@ _ONE_STATEMENT = 8
 _INSERTS = {n: _INSERT + ",(?,?,?,?,?,?)" * (n - 1) for n in range(1, _ONE_STATEMENT + 1)}
 # A row's `kind` when it holds several events: `run.started` if it holds it (runs are listed by
 # it), else the last of these it holds (a run's status is found by them), else its first event's.
-_STATE_CHANGES = (RunResumed, RunWaiting, RunDone)
+_STATE_CHANGES: dict[type, str] = {
+    RunResumed: "run.resumed",
+    RunWaiting: "run.waiting",
+    RunDone: "run.done",
+}
 
 
 # A queued event: the event, its encoded body and, for `append`, what is waiting on it.
@@ -122,6 +126,9 @@ class SQLiteJournal:
         self._solo: str | None = None
         self._pending_run: str | None = None
         self._keys: dict[str, int] = {}  # run id -> run key, for runs not done yet
+        # The event loop on which a flush is scheduled (a chain whose steps run back to back
+        # queues each outcome before a flush has run: one scheduled flush serves them all).
+        self._flush_on: asyncio.AbstractEventLoop | None = None
 
     def _migrate(self) -> None:
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
@@ -164,11 +171,18 @@ class SQLiteJournal:
 
     def _queue(self, event: Event, future: asyncio.Future[None] | None) -> None:
         if not self._pending:
-            asyncio.get_running_loop().call_soon(self._flush)
+            loop = asyncio.get_running_loop()
+            if self._flush_on is not loop:  # else the flush it has scheduled takes this too
+                self._flush_on = loop
+                loop.call_soon(self._scheduled_flush)
             self._pending_run = event.run_id
         elif self._pending_run != event.run_id:
             self._pending_run = None
         self._pending.append((event, encode_event(event), future))
+
+    def _scheduled_flush(self) -> None:
+        self._flush_on = None
+        self._flush()
 
     def _raise_failure(self) -> None:
         if self._failure is not None:
@@ -225,7 +239,7 @@ class SQLiteJournal:
         if self._db.in_transaction:
             self._db.execute("COMMIT")
         for event, _, _ in batch:
-            if isinstance(event, RunDone):
+            if type(event) is RunDone:
                 keys.pop(event.run_id, None)
 
     def _run_key(self, run_id: str) -> int:
@@ -279,7 +293,7 @@ class SQLiteJournal:
             ).fetchone()
             status = RunStatus.RUNNING
             for latest in reversed(self._decode(*last)):
-                if isinstance(latest, _STATE_CHANGES):
+                if type(latest) in _STATE_CHANGES:
                     if isinstance(latest, RunDone):
                         status = latest.status
                     elif isinstance(latest, RunWaiting):
@@ -315,7 +329,8 @@ def _row(run_id: str, events: list[_Queued], run_key: int) -> tuple[object, ...]
         body = b"[" + b",".join([encoded for _, encoded, _ in events]) + b"]"
         if kind != "run.started":
             for event, _, _ in reversed(events):
-                if isinstance(event, _STATE_CHANGES):
-                    kind = type(event).__struct_config__.tag
+                change = _STATE_CHANGES.get(type(event))
+                if change is not None:
+                    kind = change
                     break
     return (run_id, kind, first.at, body, zlib.crc32(body), run_key)
