@@ -217,22 +217,21 @@ class SQLiteJournal:
         """One transaction: a row for each run in `batch` with that run's events (`run_id`:
         the one run whose events fill `batch`, else None)."""
         keys = self._keys
-        if run_id is not None:  # a chain step, a run alone: one row
+        if run_id is not None:  # a chain step, a run alone (the common case, kept short)
             key = keys.get(run_id)
             if key is None:
                 self._db.execute("BEGIN IMMEDIATE")
                 key = keys[run_id] = self._run_key(run_id)
             self._db.execute(_INSERT, _row(run_id, batch, key))
         else:
-            runs: dict[str, list[_Queued]] = {}
-            for queued in batch:
-                runs.setdefault(queued[0].run_id, []).append(queued)
-            self._db.execute("BEGIN IMMEDIATE")
-            for run in runs:
-                if run not in keys:
-                    keys[run] = self._run_key(run)
+            runs = _by_run(batch)
+            new_runs = [run for run in runs if run not in keys]
+            if new_runs or len(runs) > _ONE_STATEMENT:
+                self._db.execute("BEGIN IMMEDIATE")
+            for run in new_runs:
+                keys[run] = self._run_key(run)
             rows = [_row(run, events, keys[run]) for run, events in runs.items()]
-            if len(rows) <= _ONE_STATEMENT:
+            if len(rows) <= _ONE_STATEMENT:  # one statement: its own transaction, or the above
                 self._db.execute(_INSERTS[len(rows)], [value for row in rows for value in row])
             else:
                 self._db.executemany(_INSERT, rows)
@@ -317,6 +316,13 @@ class SQLiteJournal:
                 future.set_exception(JournalError("the journal was closed before this append"))
         self._pending = []
         self._db.close()
+
+
+def _by_run(batch: list[_Queued]) -> dict[str, list[_Queued]]:
+    runs: dict[str, list[_Queued]] = {}
+    for queued in batch:
+        runs.setdefault(queued[0].run_id, []).append(queued)
+    return runs
 
 
 def _row(run_id: str, events: list[_Queued], run_key: int) -> tuple[object, ...]:
