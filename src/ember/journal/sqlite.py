@@ -1,10 +1,11 @@
 """The SQLite journal (WAL): append-only events, checksummed, with group commit.
 
-Group commit: `append` queues the event and the first append of an event-loop iteration
-schedules one flush for the next iteration, so every event appended in between (by any run in
-this process) shares one transaction and one commit. `append` returns when its event is durable.
-A commit writes one row a run: that run's events in it, as one checksummed JSON array (a chain
-step's outcome and the next step's intent; a run's start and its plan).
+Group commit: `append` queues the event, and a queue that was empty schedules one flush for
+the next iteration of the event loop (unless one is scheduled already), so every event appended
+in between (by any run in this process) shares one transaction and one commit. `append`
+returns when its event is durable. A commit writes one row a run: that run's events in it, as
+one checksummed JSON array (a chain step's outcome and the next step's intent; a run's start
+and its plan).
 
 A run alone (at `normal`): when the last commit held one run's events only and everything
 queued is that run's, no other run is there to share a commit, and `append` commits at once
@@ -79,8 +80,8 @@ MIGRATIONS: Sequence[str] = (
 
 
 _INSERT = "INSERT INTO events(run_id, kind, at, body, crc, run_key) VALUES (?,?,?,?,?,?)"
-# Batches of up to this many events are one multi-row INSERT in autocommit mode, without the
-# BEGIN and COMMIT statements around `executemany` (a chain step's two records: ~4 us less).
+# Commits of up to this many rows (runs) are one multi-row INSERT in autocommit mode, without
+# the BEGIN and COMMIT statements around `executemany` (~4 us less a commit).
 _ONE_STATEMENT = 8
 _INSERTS = {n: _INSERT + ",(?,?,?,?,?,?)" * (n - 1) for n in range(1, _ONE_STATEMENT + 1)}
 # A row's `kind` when it holds several events: `run.started` if it holds it (runs are listed by
@@ -292,11 +293,13 @@ class SQLiteJournal:
             ).fetchone()
             status = RunStatus.RUNNING
             for latest in reversed(self._decode(*last)):
-                if type(latest) in _STATE_CHANGES:
-                    if isinstance(latest, RunDone):
-                        status = latest.status
-                    elif isinstance(latest, RunWaiting):
-                        status = RunStatus.WAITING
+                if isinstance(latest, RunDone):
+                    status = latest.status
+                    break
+                if isinstance(latest, RunWaiting):
+                    status = RunStatus.WAITING
+                    break
+                if isinstance(latest, RunResumed):
                     break
             summaries.append(RunSummary(event.run_id, event.task, event.at, status))
         return summaries
