@@ -70,6 +70,27 @@ def test_run_prints_answer_and_latency_table(ember_env: dict[str, str]) -> None:
         assert label in done.stdout
 
 
+def test_run_names_runs_that_a_dead_process_left_interrupted(
+    ember_env: dict[str, str], tmp_path: Path
+) -> None:
+    """`ember run` does not take over other processes' runs (`ember resume --all` does); it
+    says they are there."""
+    from ember.planner.plan import Step
+
+    from .test_recovery import crashed_journal
+
+    weather = Step(1, "get_weather", {"city": "Oslo", "date": "2026-03-03"})
+    crashed_journal(Path(ember_env["EMBER_DB"]), [weather], {}, [1]).close()
+    task = "What's the weather in Tokyo on 2026-03-03?"
+    done = ember(ember_env, "run", "--planner", "scripted", task)
+    assert done.returncode == 0, done.stderr
+    assert "1 earlier run(s) in this journal were interrupted" in done.stderr
+    assert "e.g. r-1: `ember resume --all` continues them" in done.stderr
+    assert ember(ember_env, "resume", "--all").returncode == 0
+    again = ember(ember_env, "run", "--planner", "scripted", task)
+    assert "interrupted" not in again.stderr
+
+
 def test_tools_listing(ember_env: dict[str, str]) -> None:
     done = ember(ember_env, "tools")
     rows = [line.split()[:3] for line in done.stdout.splitlines()]

@@ -314,8 +314,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
         async with _open_runtime(args, journal, args.planner) as runtime:
             return await runtime.run(args.task, today=args.today)
 
+    from ember.executor.runtime import interrupted_runs
+
     with _journal(args) as journal:
         result = asyncio.run(main(journal))
+        # `ember run` owns only its own run; others left by a dead process are named, not taken
+        others = [run for run in interrupted_runs(journal, limit=100) if run != result.run_id]
+    if others:
+        print(
+            f"ember: {len(others)} earlier run(s) in this journal were interrupted (their process "
+            f"is gone), e.g. {others[-1]}: `ember resume --all` continues them",
+            file=sys.stderr,
+        )
     return _report(args, result)
 
 
