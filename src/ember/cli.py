@@ -608,20 +608,15 @@ def _cmd_runs(args: argparse.Namespace) -> int:
 def _cmd_runs_show(args: argparse.Namespace) -> int:
     import msgspec
 
-    from ember.journal import fold
+    from ember.journal import fold, run_document
 
     with _journal(args) as journal:
         run_id = journal.find_run(args.run_id)
         events = journal.read(run_id)
-    state = fold(run_id, events)
     if args.json:
-        print(
-            json.dumps(
-                {"run": msgspec.to_builtins(state), "events": msgspec.to_builtins(events)},
-                ensure_ascii=False,
-            )
-        )
+        print(json.dumps(run_document(run_id, events), ensure_ascii=False))
         return 0
+    state = fold(run_id, events)
     print(
         f"run {run_id}: {state.status.value}\ntask: {state.task}\nplanner: {state.planner}, "
         f"today {state.today}\n"

@@ -30,6 +30,7 @@ from ember.journal.events import (
     canonical_args,
     fold,
     idempotency_key,
+    run_document,
 )
 from ember.journal.sqlite import Durability, RunSummary, SQLiteJournal
 
@@ -63,6 +64,7 @@ __all__ = [
     "canonical_args",
     "fold",
     "idempotency_key",
+    "run_document",
 ]
 
 

@@ -283,6 +283,15 @@ def fold(run_id: str, events: list[Event]) -> RunState:
     return state
 
 
+def run_document(run_id: str, events: list[Event]) -> dict[str, Any]:
+    """A run as JSON builtins: its folded state and its events (`ember runs show --json`,
+    `GET /runs/ID`)."""
+    return {
+        "run": msgspec.to_builtins(fold(run_id, events)),
+        "events": msgspec.to_builtins(events),
+    }
+
+
 def _apply(state: RunState, event: Event) -> None:
     match event:
         case RunStarted():

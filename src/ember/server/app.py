@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ember.errors import EmberError, RunNotFoundError, UserError
-from ember.journal import fold
+from ember.journal import run_document
 from ember.planner.base import PlanningTask
 from ember.telemetry.export import LayerMetrics, RunExporters, SpanExport
 
@@ -95,8 +95,7 @@ class _RunApi:
             return _error(404, str(exc))
         except EmberError as exc:  # an ambiguous prefix
             return _error(400, str(exc))
-        state = fold(run_id, events)
-        return _json({"run": msgspec.to_builtins(state), "events": msgspec.to_builtins(events)})
+        return _json(run_document(run_id, events))
 
     async def scrape(self, _: Request) -> Response:
         from starlette.responses import Response
