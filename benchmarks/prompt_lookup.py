@@ -19,8 +19,8 @@ import statistics
 import time
 from typing import Any
 
+from ember.measure.planner_eval import evaluate_planner, load_tasks
 from ember.planner import decoding
-from ember.planner.evaluate import evaluate_planner, load_tasks
 from ember.planner.llama import LlamaPlanner
 from ember.tools.demo import demo_catalog
 

@@ -3,6 +3,8 @@
     python -m benchmarks.run                  # the layers suite, table on stdout
     python -m benchmarks.run --json out.json  # also write the results as JSON
     python -m benchmarks.run --quick          # fewer samples
+    python -m benchmarks.run --suite crash    # kill -9 runs at random instants (ember chaos)
+    python -m benchmarks.run --markdown out.md  # also write Markdown tables (benchmarks.report)
 
 Each row reports the median and p99 of per-operation samples in microseconds, and the ratio of
 the median to the row's floor, measured in the same run on the same machine.
@@ -20,6 +22,7 @@ import sys
 from typing import Any, NamedTuple
 
 from benchmarks import contenders, peers
+from benchmarks.report import render
 
 
 class Row(NamedTuple):
@@ -296,9 +299,10 @@ def machine() -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--suite", choices=[*sorted(SUITES), "all"], default="all")
+    parser.add_argument("--suite", choices=[*sorted(SUITES), "crash", "all"], default="all")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json", dest="json_out", help="write results to this file")
+    parser.add_argument("--markdown", help="write the results as Markdown tables to this file")
     parser.add_argument("--one", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one:
@@ -306,24 +310,49 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(measure_one(name, int(samples), json.loads(kwargs))))
         return 0
 
-    suites = sorted(SUITES) if args.suite == "all" else [args.suite]
+    suites = [*sorted(SUITES), "crash"] if args.suite == "all" else [args.suite]
     report: dict[str, Any] = {
         "machine": machine(),
         "command": " ".join(["python -m benchmarks.run", *sys.argv[1:]]),
         "suites": {},
     }
     for suite in suites:
+        if suite == "crash":
+            report["suites"][suite] = run_crash(args.quick)
+            continue
         print(
             f"\n[{suite}]\n{'benchmark':<36} {'median us':>11} {'p99 us':>11} "
             f"{'x floor':>8}  target",
             flush=True,
         )
         report["suites"][suite] = run_suite(SUITES[suite], args.quick)
-    if args.json_out:
-        os.makedirs(os.path.dirname(args.json_out) or ".", exist_ok=True)
-        with open(args.json_out, "w") as handle:
-            json.dump(report, handle, indent=2)
+    for path, text in ((args.json_out, json.dumps(report, indent=2)), (args.markdown, None)):
+        if path:
+            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+            with open(path, "w") as handle:
+                handle.write(text if text is not None else render(report) + "\n")
     return 0
+
+
+def run_crash(quick: bool) -> list[dict[str, Any]]:
+    """`ember chaos` on 100-step chains, idempotent and not (10 trials each with --quick)."""
+    from ember.measure.chaos import run_chaos
+
+    trials = 10 if quick else 100
+    print(f"\n[crash]\n{trials} kills of 100-step chains, then resume", flush=True)
+    rows = []
+    for mode in ("idempotent", "non-idempotent"):
+        report = run_chaos(
+            trials=trials, steps=100, durability="normal", idempotent=mode == "idempotent", seed=1
+        )
+        row = {"name": f"crash.normal.{mode}", **report.to_json()}
+        print(
+            f"{row['name']}: lost {row['lost']}, duplicated {row['duplicated']}, "
+            f"in doubt {row['in_doubt']}, resume p50 {row['resume_ms']['p50']} ms",
+            flush=True,
+        )
+        rows.append(row)
+    return rows
 
 
 def run_suite(rows: list[Row], quick: bool) -> list[dict[str, Any]]:

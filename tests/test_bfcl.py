@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from ember.plan import Step
 from ember.planner.base import FirstToken, PlanEvent, PlanningTask
-from ember.planner.plan import Step
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("bfcl_eval") is None,
@@ -29,7 +29,7 @@ class AnsweringPlanner:
     name = "answering"
 
     def __init__(self, answer: Callable[[dict[str, Any]], list[dict[str, Any]]]) -> None:
-        from ember.planner.bfcl import CATEGORIES, load_category, request_text
+        from ember.measure.bfcl import CATEGORIES, load_category, request_text
 
         self._entries = {
             request_text(entry): entry
@@ -48,7 +48,7 @@ class AnsweringPlanner:
 
 
 def _wrong(entry: dict[str, Any]) -> list[dict[str, Any]]:
-    from ember.planner.bfcl import oracle_output
+    from ember.measure.bfcl import oracle_output
 
     calls = oracle_output(entry)
     if not calls:  # irrelevance: calling any function is wrong
@@ -58,7 +58,7 @@ def _wrong(entry: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _evaluate(answer: Callable[[dict[str, Any]], list[dict[str, Any]]]) -> dict[str, Any]:
-    from ember.planner.bfcl import CATEGORIES, evaluate_bfcl
+    from ember.measure.bfcl import CATEGORIES, evaluate_bfcl
 
     summary: dict[str, Any] = asyncio.run(
         evaluate_bfcl(AnsweringPlanner(answer), CATEGORIES, limit=SAMPLE, progress=lambda _: None)
@@ -67,7 +67,7 @@ def _evaluate(answer: Callable[[dict[str, Any]], list[dict[str, Any]]]) -> dict[
 
 
 def test_an_oracle_scores_everything_and_a_wrong_planner_nothing() -> None:
-    from ember.planner.bfcl import oracle_output
+    from ember.measure.bfcl import oracle_output
 
     right = _evaluate(oracle_output)
     assert {c: r["correct"] for c, r in right["by_category"].items()} == {
@@ -83,7 +83,7 @@ def test_an_oracle_scores_everything_and_a_wrong_planner_nothing() -> None:
 
 
 def test_dotted_names_become_tool_names_and_map_back() -> None:
-    from ember.planner.bfcl import catalogue, load_category, output
+    from ember.measure.bfcl import catalogue, load_category, output
 
     entry = next(e for e in load_category("simple_python") if "." in e["function"][0]["name"])
     tools, names = catalogue(entry["function"])
@@ -95,7 +95,7 @@ def test_dotted_names_become_tool_names_and_map_back() -> None:
 
 def test_an_unknown_category_is_named() -> None:
     from ember.errors import UserError
-    from ember.planner.bfcl import load_category
+    from ember.measure.bfcl import load_category
 
     with pytest.raises(UserError, match="unknown BFCL category 'simple_java'.*simple_python"):
         load_category("simple_java")

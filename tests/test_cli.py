@@ -75,7 +75,7 @@ def test_run_names_runs_that_a_dead_process_left_interrupted(
 ) -> None:
     """`ember run` does not take over other processes' runs (`ember resume --all` does); it
     says they are there."""
-    from ember.planner.plan import Step
+    from ember.plan import Step
 
     from .test_recovery import crashed_journal
 

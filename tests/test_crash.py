@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from ember.chaos import run_chaos
 from ember.errors import RunNotFoundError
 from ember.journal import SQLiteJournal, StepDone
-from ember.planner.plan import Step
+from ember.measure.chaos import run_chaos
+from ember.plan import Step
 
 from .conftest import ember as run_ember
 from .test_recovery import crashed_journal
@@ -38,8 +38,8 @@ def test_sigkill_at_random_instants_never_loses_or_repeats_an_effect(idempotent:
 def test_the_peers_are_crashed_the_same_way_and_counted(peer: str) -> None:
     """The peers' workflows (the bench extra) under the same kills: whatever they duplicate is
     counted from the effect records, and none of their runs is left unfinished."""
-    from ember.chaos import chaos_table, run_peer_chaos
-    from ember.chaos_peers import installed_peers
+    from ember.measure.chaos import chaos_table, run_peer_chaos
+    from ember.measure.chaos_peers import installed_peers
 
     if peer not in installed_peers():
         pytest.skip(f'{peer} is not installed: pip install -e ".[bench]"')

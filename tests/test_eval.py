@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from ember import Plan
-from ember.planner import scoring
-from ember.planner.evaluate import evaluate_planner, load_tasks
+from ember.measure import scoring
+from ember.measure.planner_eval import evaluate_planner, load_tasks
 from ember.testing import ScriptedPlanner
 from ember.tools.demo import demo_catalog
 

@@ -25,7 +25,7 @@ from ember.journal import (
     idempotency_key,
 )
 from ember.journal.sqlite import MIGRATIONS
-from ember.planner.plan import Step
+from ember.plan import Step
 
 
 def events_of(run_id: str) -> list:  # type: ignore[type-arg]

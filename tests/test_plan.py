@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 
 from ember.errors import PlanError
-from ember.planner.check import check_reference_paths, check_step
-from ember.planner.plan import Plan, Reference, Step, dependencies, find_cycle, references, resolve
+from ember.plan import Plan, Reference, Step, dependencies, find_cycle, references, resolve
+from ember.tools.check import check_reference_paths, check_step
 from ember.tools.demo import demo_catalog
 
 CATALOGUE = {d.tool_name: d for d in demo_catalog()}

@@ -15,11 +15,11 @@ import msgspec
 import pytest
 
 from ember.errors import ModelError
+from ember.plan import Step
 from ember.planner.compact import field_paths, render_plan
 from ember.planner.decoding import _common_prefix
 from ember.planner.models import SHIPPED_MODELS, ShippedModel, _assemble, resolve_model
 from ember.planner.openai import StepStreamParser
-from ember.planner.plan import Step
 from ember.planner.prompt import build_prefix, build_request, calendar_text, signature
 from ember.tools.demo import demo_catalog
 
@@ -212,7 +212,7 @@ def test_common_prefixes_end_on_whole_characters() -> None:
 def test_the_embedded_model_writes_a_valid_multi_step_plan() -> None:
     """The real model, through the driven decoder: a chain whose second step uses the first's
     result. Every reference it writes must point at an earlier step's existing field."""
-    from ember.planner import scoring
+    from ember.measure import scoring
     from ember.planner.llama import LlamaPlanner
 
     planner = LlamaPlanner(prefix_cache=False)

@@ -15,9 +15,9 @@ from datetime import date
 import pytest
 
 from ember.errors import PlannerError
+from ember.plan import Step
 from ember.planner.base import FirstToken, PlanningTask
 from ember.planner.openai import OpenAIPlanner
-from ember.planner.plan import Step
 from ember.tools.demo import demo_catalog
 
 from .test_planner_llama import _model_available

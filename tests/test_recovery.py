@@ -24,7 +24,7 @@ from ember.journal import (
     fold,
     idempotency_key,
 )
-from ember.planner.plan import resolve
+from ember.plan import resolve
 from ember.testing import FakeClock, ScriptedPlanner
 from ember.tools.demo import DemoWorld, demo_registry
 from ember.tools.transport import ToolResult

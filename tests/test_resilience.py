@@ -162,7 +162,7 @@ def test_a_stopping_runtime_leaves_a_cancelled_run_interrupted_for_the_next_proc
     plan = Plan([Step(1, "slow", {"x": 1}), Step(2, "slow", {"x": "$1"})])
     rt = Runtime(registry, ScriptedPlanner({"go": plan}), journal)
 
-    rt.stopping = True  # as `ember serve` sets it at shutdown
+    rt.leave_interrupted()  # as `ember serve` does at shutdown
     _cancel_mid_call(rt, "r-s", started)
     state = fold("r-s", journal.read("r-s"))
     assert state.status is RunStatus.RUNNING

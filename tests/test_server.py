@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from ember.tools.context import trace_id
+from ember.telemetry.trace import trace_id
 
 pytest.importorskip("starlette", reason='ember serve needs the server extra: pip install ".[dev]"')
 pytest.importorskip("opentelemetry.sdk", reason='OTLP export needs the otel extra: ".[dev]"')

@@ -234,7 +234,7 @@ def test_fuzzed_messages_always_get_a_well_formed_answer(raw: bytes) -> None:
 
 def test_async_tools_run_as_jobs_and_reattach_after_a_runtime_restart(host: Host) -> None:
     from ember.journal import StepJob, fold, idempotency_key
-    from ember.tools.context import traceparent
+    from ember.telemetry.trace import traceparent
 
     journal = MemoryJournal()
 

@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
 import msgspec
 import platformdirs
 
 from ember.errors import UserError
 
-__all__ = ["McpCommand", "Settings", "ToolSource"]
+__all__ = ["McpCommand", "PlannerSettings", "Settings", "ToolSource"]
 
 
 class McpCommand(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -59,26 +60,62 @@ class _File(msgspec.Struct, forbid_unknown_fields=True):
     tools: list[ToolSource] = []
 
 
+PlannerBackend = Literal["llama", "scripted", "openai"]
+
+
+class PlannerSettings(msgspec.Struct, frozen=True):
+    """Which planner plans new runs (`backend`; None: none, for commands that plan nothing),
+    and its options: `model` (llama: a shipped model's name or a GGUF path; openai: the
+    server's model name), `base_url` (openai: the API root; default `EMBER_OPENAI_BASE_URL`),
+    `response_format` (openai: how the plan schema is sent), `script` (scripted: a JSON file of
+    plans instead of the built-in demo ones), `prefix_cache` (llama: keep prompt prefixes'
+    KV caches on disk)."""
+
+    backend: PlannerBackend | None = "llama"
+    model: str | None = None
+    base_url: str | None = None
+    response_format: str = "json_schema"
+    script: str | None = None
+    prefix_cache: bool = True
+
+
 class Settings(msgspec.Struct, frozen=True):
-    """`db`: the journal (`--db`, else `EMBER_DB`, else `~/.local/share/ember/ember.db`).
+    """Everything a command builds ember's parts from, loaded once (`Settings.load`).
+
+    `db`: the journal (`--db`, else `EMBER_DB`, else `~/.local/share/ember/ember.db`).
     `demo_dir`: the demo tools' world (`EMBER_DEMO_DIR`, else `~/.local/share/ember/demo`).
-    `demo_tools`, `tools`: from the config file, if there is one."""
+    `demo_tools`, `tools`: from the config file, if there is one. `planner`: see
+    `PlannerSettings`. `otlp_endpoint`: where `ember serve` sends spans (default
+    `OTEL_EXPORTER_OTLP_ENDPOINT`, else none)."""
 
     db: Path
     demo_dir: Path
     demo_tools: bool = True
     tools: tuple[ToolSource, ...] = ()
+    planner: PlannerSettings = PlannerSettings()
+    otlp_endpoint: str | None = None
 
     @classmethod
-    def load(cls, db: str | None = None, config: str | None = None) -> Settings:
+    def load(
+        cls,
+        db: str | None = None,
+        config: str | None = None,
+        *,
+        planner: PlannerSettings | None = None,
+        otlp_endpoint: str | None = None,
+    ) -> Settings:
         data = Path(platformdirs.user_data_dir("ember"))
         path = _config_path(config)
         parsed = _read(path) if path else _File()
+        planner = planner or PlannerSettings()
+        base_url = planner.base_url or os.environ.get("EMBER_OPENAI_BASE_URL")
         return cls(
             db=Path(db or os.environ.get("EMBER_DB") or data / "ember.db").expanduser(),
             demo_dir=Path(os.environ.get("EMBER_DEMO_DIR") or data / "demo").expanduser(),
             demo_tools=parsed.demo_tools,
             tools=tuple(parsed.tools),
+            planner=msgspec.structs.replace(planner, base_url=base_url),
+            otlp_endpoint=otlp_endpoint or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"),
         )
 
 

@@ -12,8 +12,8 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from ember.errors import RunNotFoundError
-from ember.journal import Event
+from ember.errors import JournalError, RunNotFoundError
+from ember.journal import Event, RunSummary, fold
 from ember.planner.scripted import ScriptedPlanner
 from ember.tools.transport import ToolResult
 
@@ -50,6 +50,19 @@ class MemoryJournal:
         if run_id not in self._by_run:
             raise RunNotFoundError(run_id)
         return list(self._by_run[run_id])
+
+    def runs(self, limit: int = 20) -> list[RunSummary]:
+        newest = list(self._by_run)[::-1][:limit]
+        states = [fold(run_id, self._by_run[run_id]) for run_id in newest]
+        return [RunSummary(s.run_id, s.task, s.started_at, s.status) for s in states]
+
+    def find_run(self, prefix: str) -> str:
+        found = [run_id for run_id in self._by_run if run_id.startswith(prefix)][:2]
+        if len(found) > 1:
+            raise JournalError(f"run id prefix {prefix!r} is ambiguous: give more characters")
+        if not found:
+            raise RunNotFoundError(prefix)
+        return found[0]
 
 
 class FakeClock:

@@ -1,5 +1,6 @@
-"""The executor: DAG scheduling of plan steps, and the `Runtime` that ties the layers together."""
+"""Executor: runs a plan as a graph (steps start when their inputs exist), and `Runtime`."""
 
-from ember.executor.runtime import RunResult, Runtime, StepReport
+from ember.executor.runtime import RunResult, Runtime
+from ember.executor.steps import StepReport
 
 __all__ = ["RunResult", "Runtime", "StepReport"]

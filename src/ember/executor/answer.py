@@ -3,35 +3,25 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ember.journal.events import StepStatus
-from ember.planner.plan import Step
+from ember.executor.steps import StepReport
+from ember.journal import StepStatus
 
 __all__ = ["compose_answer"]
 
 
-def compose_answer(
-    task: str,
-    *,
-    steps: Mapping[int, Step],
-    status: Mapping[int, StepStatus],
-    results: Mapping[int, Any],
-    errors: Mapping[int, str],
-    plan_error: str | None,
-) -> str:
-    """A short Markdown account of what each step did or why it did not."""
+def compose_answer(task: str, steps: Sequence[StepReport], plan_error: str | None) -> str:
+    """A short Markdown account of what each step did or why it did not (steps by id)."""
     lines = [f"**Task:** {task}", ""]
     if not steps and plan_error is None:
         lines.append("No tool can do this: the planner made an empty plan, so nothing was run.")
-    for step_id in sorted(steps):
-        step = steps[step_id]
-        state = status[step_id]
-        if state is StepStatus.SUCCEEDED:
-            lines.append(f"{step_id}. `{step.tool}`: {_describe(results[step_id])}")
+    for step in steps:
+        if step.status is StepStatus.SUCCEEDED:
+            lines.append(f"{step.id}. `{step.tool}`: {_describe(step.result)}")
         else:
-            lines.append(f"{step_id}. `{step.tool}` **{state.value}**: {errors.get(step_id, '')}")
+            lines.append(f"{step.id}. `{step.tool}` **{step.status.value}**: {step.error or ''}")
     if plan_error:
         lines.append(f"\n**Planning failed:** {plan_error}")
     return "\n".join(lines)

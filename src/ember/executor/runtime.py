@@ -10,7 +10,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import date
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
@@ -18,6 +18,7 @@ from ember.errors import NondeterminismError, UserError
 from ember.executor.answer import compose_answer
 from ember.executor.executor import RunExecution
 from ember.executor.resilience import ExecutionSettings
+from ember.executor.steps import Outcome, StepReport
 from ember.journal import (
     Decision,
     Journal,
@@ -28,40 +29,24 @@ from ember.journal import (
     RunState,
     RunStatus,
     RunWaiting,
-    StepFailed,
     StepResolved,
-    StepSkipped,
     StepStatus,
     fold,
 )
+from ember.plan import renumber
 from ember.planner.base import FirstToken, PlanEvent, Planner, PlanningTask
-from ember.planner.plan import renumber
 from ember.telemetry.latency import LatencyRecorder
 from ember.tools.registry import ToolRegistry
 
-if TYPE_CHECKING:
-    from ember.journal import SQLiteJournal
-
-__all__ = ["RunResult", "Runtime", "StepReport", "interrupted_runs", "owner_alive", "owner_id"]
-
-
-class StepReport(msgspec.Struct, frozen=True):
-    """One step of a finished run, as `ember run --json` prints it."""
-
-    id: int
-    tool: str
-    args: dict[str, Any]
-    result: Any
-    status: StepStatus
-    ms: float | None
-    error: str | None = None
+__all__ = ["RunResult", "Runtime", "StepReport", "owner_alive", "owner_id"]
 
 
 class RunResult(msgspec.Struct, frozen=True):
     """The outcome of a run: status, Markdown answer, every step, latency by layer (ms).
 
     `status` is `waiting` when recovery found steps in doubt: decide each with `resolve`, then
-    `resume` the run."""
+    `resume` the run. `first_dispatch`: the wall time (epoch seconds) this process made the
+    run's first tool call, None if it made none."""
 
     run_id: str
     status: RunStatus
@@ -69,6 +54,7 @@ class RunResult(msgspec.Struct, frozen=True):
     steps: list[StepReport]
     latency_ms: dict[str, float]
     error: str | None = None
+    first_dispatch: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = msgspec.to_builtins(self)
@@ -94,17 +80,6 @@ def owner_alive(owner: str) -> bool:
     return True
 
 
-def interrupted_runs(journal: SQLiteJournal, limit: int = 10_000) -> list[str]:
-    """Runs still `running` in the journal whose process is gone (killed, crashed, powered
-    off): what `ember resume --all` and `ember serve` at start take over, oldest first."""
-    return [
-        summary.run_id
-        for summary in reversed(journal.runs(limit))
-        if summary.status is RunStatus.RUNNING
-        and not owner_alive(fold(summary.run_id, journal.read(summary.run_id)).owner)
-    ]
-
-
 class Runtime:
     """Runs tasks: plan with `planner`, execute on `registry`'s tools, journal to `journal`."""
 
@@ -128,12 +103,8 @@ class Runtime:
         self.sleep = sleep
         self.settings = settings or ExecutionSettings()
         self.rng = rng or random.Random()
-        self.first_dispatch: float | None = None  # of the last run or resume, for `ember chaos`
         self._pool: ThreadPoolExecutor | None = None
-        # Set by a process that is stopping (`ember serve` at shutdown): a run cancelled from
-        # then on is left interrupted, as a crash leaves it, for the next process to resume,
-        # instead of being recorded as cancelled.
-        self.stopping = False
+        self._leave_interrupted = False
 
     def close(self) -> None:
         """Stop the thread pool of blocking tools (it is started by the first run)."""
@@ -147,26 +118,42 @@ class Runtime:
     def __exit__(self, *_: object) -> None:
         self.close()
 
+    def leave_interrupted(self) -> None:
+        """For a process that is stopping (`ember serve` at shutdown): a run cancelled from now
+        on is left interrupted, as a crash leaves it, for the next process to resume, instead of
+        being recorded as cancelled."""
+        self._leave_interrupted = True
+
+    async def warm(self, today: date | None = None) -> None:
+        """Make the planner ready for the first request now (the embedded model loads and reads
+        its prompt prefix), in a worker thread."""
+        if self.planner is not None:
+            task = PlanningTask("", today or date.today(), tuple(self.registry.descriptors()))
+            await asyncio.to_thread(self.planner.warm, task)
+
+    def interrupted_runs(self, limit: int = 10_000) -> list[str]:
+        """Runs still `running` in the journal whose process is gone (killed, crashed, powered
+        off): what `ember resume --all` and `ember serve` at start take over, oldest first."""
+        journal = self.journal
+        return [
+            summary.run_id
+            for summary in reversed(journal.runs(limit))
+            if summary.status is RunStatus.RUNNING
+            and not owner_alive(fold(summary.run_id, journal.read(summary.run_id)).owner)
+        ]
+
     async def run(
         self, task: str, *, today: date | None = None, run_id: str | None = None
     ) -> RunResult:
         """Plan and execute `task`; every event is durable in the journal before this returns."""
         planner = self._need_planner()
-        recorder = LatencyRecorder(self.clock)
         run_id = run_id or f"r-{os.urandom(6).hex()}"
         today = today or date.today()
         self.journal.append_soon(  # durable with the first intent: nothing waits on it alone
             RunStarted(run_id, self.wall(), task, planner.name, today.isoformat(), owner_id())
         )
         planning = PlanningTask(task, today, tuple(self.registry.descriptors()))
-        return await self._execute(
-            run_id=run_id,
-            task=task,
-            today=today,
-            plan=planner.plan(planning),
-            recorder=recorder,
-            recorded=None,
-        )
+        return await self._execute(run_id, task, today, planner.plan(planning), None)
 
     def _need_planner(self) -> Planner:
         if self.planner is None:
@@ -183,7 +170,6 @@ class Runtime:
             raise UserError(
                 f"run {run_id} already finished ({state.status.value}): nothing to resume"
             )
-        recorder = LatencyRecorder(self.clock)
         self.journal.append_soon(RunResumed(run_id, self.wall(), owner_id()))
         today = date.fromisoformat(state.today)
         if state.plan_done:
@@ -191,14 +177,7 @@ class Runtime:
         else:
             planning = PlanningTask(state.task, today, tuple(self.registry.descriptors()))
             plan = self._need_planner().plan(planning)
-        return await self._execute(
-            run_id=run_id,
-            task=state.task,
-            today=today,
-            plan=plan,
-            recorder=recorder,
-            recorded=state,
-        )
+        return await self._execute(run_id, state.task, today, plan, state)
 
     async def resolve(self, run_id: str, step_id: int, decision: Decision, by: str = "") -> None:
         """Record a person's decision about a waiting step; `resume` then carries it out:
@@ -226,18 +205,17 @@ class Runtime:
 
     async def _execute(
         self,
-        *,
         run_id: str,
         task: str,
         today: date,
         plan: AsyncIterator[PlanEvent],
-        recorder: LatencyRecorder,
         recorded: RunState | None,
     ) -> RunResult:
         if self._pool is None:
             self._pool = ThreadPoolExecutor(
                 self.settings.thread_pool_size, thread_name_prefix="ember-tool"
             )
+        recorder = LatencyRecorder(self.clock, run_id)
         execution = RunExecution(
             run_id,
             self.registry,
@@ -252,54 +230,52 @@ class Runtime:
         )
         try:
             try:
-                await execution.execute(plan)
-                while self._may_replan(execution):
-                    await execution.execute(self._replan(execution, task, today))
+                outcome = await execution.execute(plan)
+                while self._may_replan(outcome):
+                    outcome = await execution.execute(self._replan(execution, outcome, task, today))
             except* NondeterminismError as group:
                 raise group.exceptions[0] from None
         except asyncio.CancelledError:
-            if not self.stopping:
+            if not self._leave_interrupted:
                 await asyncio.shield(self._cancelled(execution, recorder))
             raise
-        finally:
-            self.first_dispatch = execution.first_dispatch
-        return await self._finish(run_id, task, execution, recorder)
+        return await self._finish(run_id, task, outcome, recorder)
 
-    def _may_replan(self, execution: RunExecution) -> bool:
+    def _may_replan(self, outcome: Outcome) -> bool:
         return (
             self.planner is not None
-            and not execution.succeeded
-            and not execution.waiting
-            and execution.replans < self.settings.max_replans
+            and not outcome.succeeded
+            and not outcome.waiting
+            and outcome.replans < self.settings.max_replans
         )
 
-    def _replan(self, execution: RunExecution, task: str, today: date) -> AsyncIterator[PlanEvent]:
+    def _replan(
+        self, execution: RunExecution, outcome: Outcome, task: str, today: date
+    ) -> AsyncIterator[PlanEvent]:
         """Ask the planner again, telling it what failed; the new steps get fresh ids."""
         planner = self._need_planner()
-        execution.replans += 1
-        current = [i for i in execution.steps if i not in execution.superseded]
-        failed = [i for i in current if execution.status[i] is not StepStatus.SUCCEEDED]
+        current = execution.supersede()
+        attempt = outcome.replans + 1
+        reports = {step.id: step for step in outcome.steps if step.id in current}
         feedback = "\n".join(
-            [f"Attempt {execution.replans} of the plan failed."]
+            [f"Attempt {attempt} of the plan failed."]
             + [
-                f"- step {i} {execution.steps[i].tool}: {execution.errors.get(i, 'failed')}"
-                for i in failed
+                f"- step {i} {step.tool}: {step.error or 'failed'}"
+                for i, step in reports.items()
+                if step.status is not StepStatus.SUCCEEDED
             ]
             + [
-                f"- step {i} {execution.steps[i].tool} succeeded: {execution.results.get(i)!r}"
-                for i in current
-                if i not in failed
+                f"- step {i} {step.tool} succeeded: {step.result!r}"
+                for i, step in reports.items()
+                if step.status is StepStatus.SUCCEEDED
             ]
-            + [execution.plan_error or ""]
+            + [outcome.plan_error or ""]
         ).strip()
-        execution.superseded.update(current)
         self.journal.append_soon(
-            PlanReplanned(execution.run_id, self.wall(), execution.replans, current, feedback)
+            PlanReplanned(execution.run_id, self.wall(), attempt, current, feedback)
         )
-        offset = max(execution.steps, default=0)
-        planning = PlanningTask(
-            task, today, tuple(self.registry.descriptors()), execution.replans, feedback
-        )
+        offset = max((step.id for step in outcome.steps), default=0)
+        planning = PlanningTask(task, today, tuple(self.registry.descriptors()), attempt, feedback)
 
         async def renumbered() -> AsyncIterator[PlanEvent]:
             async for item in planner.plan(planning):
@@ -309,21 +285,7 @@ class Runtime:
 
     async def _cancelled(self, execution: RunExecution, recorder: LatencyRecorder) -> None:
         """Record every step's final state, then the run's, after a cancellation."""
-        for step_id, state in sorted(execution.status.items()):
-            if state is StepStatus.RUNNING:
-                self.journal.append_soon(
-                    StepFailed(
-                        execution.run_id,
-                        self.wall(),
-                        step_id,
-                        "cancelled while running: the call may or may not have happened",
-                        0.0,
-                    )
-                )
-            elif state is StepStatus.PLANNED:
-                self.journal.append_soon(
-                    StepSkipped(execution.run_id, self.wall(), step_id, "the run was cancelled")
-                )
+        execution.record_cancelled()
         await self.journal.append(
             RunDone(
                 execution.run_id,
@@ -337,43 +299,26 @@ class Runtime:
         )
 
     async def _finish(
-        self, run_id: str, task: str, execution: RunExecution, recorder: LatencyRecorder
+        self, run_id: str, task: str, outcome: Outcome, recorder: LatencyRecorder
     ) -> RunResult:
-        succeeded = execution.succeeded
-        answer = compose_answer(
-            task,
-            steps=execution.steps,
-            status=execution.status,
-            results=execution.results,
-            errors=execution.errors,
-            plan_error=execution.plan_error,
-        )
+        answer = compose_answer(task, outcome.steps, outcome.plan_error)
         recorder.finish()
         latency = recorder.report()
-        if execution.waiting:
+        if outcome.waiting:
             status = RunStatus.WAITING
-            error: str | None = execution.errors[execution.waiting[0]]
-            await self.journal.append(RunWaiting(run_id, self.wall(), execution.waiting))
+            waiting = {step.id: step.error for step in outcome.steps}
+            error: str | None = waiting[outcome.waiting[0]]
+            await self.journal.append(RunWaiting(run_id, self.wall(), outcome.waiting))
         else:
-            status = RunStatus.SUCCEEDED if succeeded else RunStatus.FAILED
-            error = None if succeeded else execution.plan_error or _first_error(execution)
+            status = RunStatus.SUCCEEDED if outcome.succeeded else RunStatus.FAILED
+            error = None if outcome.succeeded else outcome.first_error
             spans = [msgspec.to_builtins(span) for span in recorder.spans]
             await self.journal.append(
                 RunDone(run_id, self.wall(), status, answer, error, latency, spans)
             )
-        steps = [
-            StepReport(
-                step_id,
-                step.tool,
-                execution.resolved_args.get(step_id, step.args),
-                execution.results.get(step_id),
-                execution.status[step_id],
-                execution.ms.get(step_id),
-                execution.errors.get(step_id),
-            )
-            for step_id, step in sorted(execution.steps.items())
-        ]
-        return RunResult(run_id, status, answer, steps, latency, error)
+        return RunResult(
+            run_id, status, answer, outcome.steps, latency, error, outcome.first_dispatch
+        )
 
 
 async def _replay(state: RunState) -> AsyncIterator[PlanEvent]:
@@ -381,7 +326,3 @@ async def _replay(state: RunState) -> AsyncIterator[PlanEvent]:
     yield FirstToken()
     for step in state.steps.values():  # in the order they were planned
         yield step.step
-
-
-def _first_error(execution: RunExecution) -> str | None:
-    return next((execution.errors[i] for i in sorted(execution.errors)), None)

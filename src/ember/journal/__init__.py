@@ -1,4 +1,4 @@
-"""The journal: append-only run events, durable before a tool is called (DESIGN.md)."""
+"""The journal: append-only run events, durable before a tool is called; a run is their fold."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from ember.journal.events import (
     RunStarted,
     RunState,
     RunStatus,
+    RunSummary,
     RunWaiting,
     StepAwaitingApproval,
     StepDone,
@@ -27,12 +28,11 @@ from ember.journal.events import (
     StepSkipped,
     StepState,
     StepStatus,
-    canonical_args,
     fold,
     idempotency_key,
     run_document,
 )
-from ember.journal.sqlite import Durability, RunSummary, SQLiteJournal
+from ember.journal.sqlite import Durability, SQLiteJournal
 
 __all__ = [
     "Decision",
@@ -61,7 +61,6 @@ __all__ = [
     "StepSkipped",
     "StepState",
     "StepStatus",
-    "canonical_args",
     "fold",
     "idempotency_key",
     "run_document",
@@ -80,5 +79,13 @@ class Journal(Protocol):
         ...
 
     def read(self, run_id: str) -> list[Event]:
-        """Every event of a run, in append order."""
+        """Every event of a run, in append order; `RunNotFoundError` if it has none."""
+        ...
+
+    def runs(self, limit: int = 20) -> list[RunSummary]:
+        """The most recent runs, newest first."""
+        ...
+
+    def find_run(self, prefix: str) -> str:
+        """The full id of the one run whose id starts with `prefix`."""
         ...

@@ -28,7 +28,7 @@ from typing import Any
 
 import msgspec
 
-from ember.planner.plan import Step
+from ember.plan import Step, canonical_args
 
 __all__ = [
     "Decision",
@@ -41,6 +41,7 @@ __all__ = [
     "RunStarted",
     "RunState",
     "RunStatus",
+    "RunSummary",
     "RunWaiting",
     "StepAwaitingApproval",
     "StepDone",
@@ -53,7 +54,6 @@ __all__ = [
     "StepSkipped",
     "StepState",
     "StepStatus",
-    "canonical_args",
     "decode_events",
     "encode_event",
     "fold",
@@ -224,11 +224,6 @@ def decode_events(body: bytes) -> list[Event]:
     return [_decoder.decode(body)]
 
 
-def canonical_args(args: dict[str, Any]) -> bytes:
-    """The arguments' canonical JSON (keys sorted): what identifies a call."""
-    return msgspec.json.encode(args, order="sorted")
-
-
 def idempotency_key(
     run_id: str, step_id: int, tool: str, args: dict[str, Any], canonical: bytes | None = None
 ) -> str:
@@ -241,6 +236,15 @@ def idempotency_key(
         b"\x1f".join([run_id.encode(), str(step_id).encode(), tool.encode(), canonical])
     )
     return f"{run_id}:{step_id}:{digest.hexdigest()[:32]}"
+
+
+class RunSummary(msgspec.Struct, frozen=True):
+    """One line of `ember runs`."""
+
+    run_id: str
+    task: str
+    started_at: float
+    status: RunStatus
 
 
 class StepState(msgspec.Struct):

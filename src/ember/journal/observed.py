@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ember.journal import Event, Journal
+from ember.journal import Event, Journal, RunSummary
 
 __all__ = ["ObservedJournal"]
 
@@ -26,3 +26,9 @@ class ObservedJournal:
 
     def read(self, run_id: str) -> list[Event]:
         return self.inner.read(run_id)
+
+    def runs(self, limit: int = 20) -> list[RunSummary]:
+        return self.inner.runs(limit)
+
+    def find_run(self, prefix: str) -> str:
+        return self.inner.find_run(prefix)

@@ -27,8 +27,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-import msgspec
-
 from ember.errors import CorruptRecordError, JournalError, RunNotFoundError
 from ember.journal.events import (
     Event,
@@ -36,12 +34,13 @@ from ember.journal.events import (
     RunResumed,
     RunStarted,
     RunStatus,
+    RunSummary,
     RunWaiting,
     decode_events,
     encode_event,
 )
 
-__all__ = ["Durability", "RunSummary", "SQLiteJournal"]
+__all__ = ["Durability", "SQLiteJournal"]
 
 Durability = Literal["normal", "full"]
 
@@ -95,15 +94,6 @@ _STATE_CHANGES: dict[type, str] = {
 
 # A queued event: the event, its encoded body and, for `append`, what is waiting on it.
 _Queued = tuple[Event, bytes, "asyncio.Future[None] | None"]
-
-
-class RunSummary(msgspec.Struct, frozen=True):
-    """One line of `ember runs`."""
-
-    run_id: str
-    task: str
-    started_at: float
-    status: RunStatus
 
 
 class SQLiteJournal:

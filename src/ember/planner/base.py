@@ -8,7 +8,7 @@ from typing import Protocol
 
 import msgspec
 
-from ember.planner.plan import Step
+from ember.plan import Step
 from ember.tools.descriptor import ToolDescriptor
 
 __all__ = ["FirstToken", "PlanEvent", "Planner", "PlanningTask"]
@@ -39,4 +39,9 @@ class Planner(Protocol):
 
     def plan(self, task: PlanningTask) -> AsyncIterator[PlanEvent]:
         """Yield `FirstToken` once, then each `Step` as soon as it is complete."""
+        ...
+
+    def warm(self, task: PlanningTask) -> None:
+        """Get ready to plan over `task.catalogue` (load a model, read a prompt prefix), so the
+        first request does not pay for it; blocking (run it in a thread). May do nothing."""
         ...

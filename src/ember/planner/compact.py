@@ -20,7 +20,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from ember.planner.plan import Step
+from ember.plan import Step
 
 __all__ = ["DONE", "field_paths", "render_plan", "render_step", "value_kind"]
 

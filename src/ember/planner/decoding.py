@@ -38,8 +38,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ember.plan import Step, references
 from ember.planner.compact import DONE, field_paths, value_kind
-from ember.planner.plan import Step, references
 from ember.tools.descriptor import ToolDescriptor
 
 __all__ = ["MAX_STEPS", "VOCABULARY_FORMAT", "PlanDecoder", "Vocabulary"]

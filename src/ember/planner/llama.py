@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from ember.errors import ModelError
+from ember.plan import Step
 from ember.planner.base import FirstToken, PlanEvent, PlanningTask
 from ember.planner.decoding import VOCABULARY_FORMAT, PlanDecoder, Vocabulary
 from ember.planner.models import cache_dir, resolve_model, shipped_model
-from ember.planner.plan import Step
 from ember.planner.prompt import build_dated, build_prefix, build_request
 
 __all__ = ["LlamaPlanner"]

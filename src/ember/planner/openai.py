@@ -10,8 +10,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from ember.errors import PlanError, PlannerError
+from ember.plan import Plan, Step
 from ember.planner.base import FirstToken, PlanEvent, PlanningTask
-from ember.planner.plan import Plan, Step
 from ember.planner.prompt import plan_schema, system_text, user_text
 
 __all__ = ["OpenAIPlanner", "StepStreamParser"]
@@ -130,6 +130,9 @@ class OpenAIPlanner:
         elif self.response_format == "json_object":
             body["response_format"] = {"type": "json_object", "schema": schema}
         return body
+
+    def warm(self, task: PlanningTask) -> None:
+        """Nothing to get ready here: the model is loaded by its server."""
 
     async def plan(self, task: PlanningTask) -> AsyncIterator[PlanEvent]:
         import httpx

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from datetime import date, timedelta
 from typing import Any
 
+from ember.plan import Plan
 from ember.planner.compact import render_plan
 from ember.planner.dates import annotate_dates
-from ember.planner.plan import Plan
 from ember.tools.descriptor import ToolDescriptor
 
 __all__ = [

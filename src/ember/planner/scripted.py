@@ -16,8 +16,8 @@ from typing import Any
 import msgspec
 
 from ember.errors import PlanError, PlannerError
+from ember.plan import Plan, Step
 from ember.planner.base import FirstToken, PlanEvent, PlanningTask
-from ember.planner.plan import Plan, Step
 
 __all__ = ["DEMO_SCRIPT", "ScriptedPlanner", "load_script", "normalise_request"]
 
@@ -44,6 +44,9 @@ class ScriptedPlanner:
         self._script = {normalise_request(request): plan for request, plan in script.items()}
         self._tokens_per_s = tokens_per_s
         self._sleep = sleep
+
+    def warm(self, task: PlanningTask) -> None:
+        """Nothing to get ready: the plans are in memory."""
 
     async def plan(self, task: PlanningTask) -> AsyncIterator[PlanEvent]:
         source = self._script.get(normalise_request(task.request))

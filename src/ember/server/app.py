@@ -26,37 +26,42 @@ import os
 import socket
 import sys
 from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from ember.app import open_runtime, run_exporters
 from ember.errors import EmberError, RunNotFoundError, UserError
 from ember.journal import run_document
-from ember.planner.base import PlanningTask
-from ember.telemetry.export import LayerMetrics, RunExporters, SpanExport
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import Response
 
+    from ember.config import Settings
     from ember.executor import Runtime
-    from ember.journal import Event, SQLiteJournal
+    from ember.telemetry.export import LayerMetrics
 
 __all__ = ["create_app", "serve"]
 
-OpenRuntime = Callable[[Callable[["Event"], None]], AbstractAsyncContextManager["Runtime"]]
-
 
 class _RunApi:
-    """The endpoints, over one journal and the runtime the app's lifespan opens."""
+    """The endpoints, over the runtime the app's lifespan opens."""
 
-    def __init__(self, journal: SQLiteJournal, metrics: LayerMetrics) -> None:
-        self.journal = journal
+    def __init__(self, metrics: LayerMetrics) -> None:
         self.metrics = metrics
-        self.runtime: Runtime | None = None
+        self._runtime: Runtime | None = None
+
+    @property
+    def runtime(self) -> Runtime:
+        assert self._runtime is not None, "the lifespan opens the runtime before requests"
+        return self._runtime
+
+    def attach(self, runtime: Runtime) -> None:
+        """Serve requests with `runtime` (the lifespan's)."""
+        self._runtime = runtime
 
     async def start_run(self, request: Request) -> Response:
         try:
@@ -72,7 +77,6 @@ class _RunApi:
                 today = date.fromisoformat(str(body["today"]))
             except ValueError:
                 return _error(400, f"today={body['today']!r} is not a date: use YYYY-MM-DD")
-        assert self.runtime is not None, "the lifespan opens the runtime before requests"
         try:
             result = await self.runtime.run(task, today=today)
         except UserError as exc:
@@ -85,12 +89,13 @@ class _RunApi:
         limit = request.query_params.get("limit", "20")
         if not limit.isdigit():
             return _error(400, f"limit={limit!r} is not a whole number")
-        return _json(msgspec.to_builtins(self.journal.runs(int(limit))))
+        return _json(msgspec.to_builtins(self.runtime.journal.runs(int(limit))))
 
     async def show_run(self, request: Request) -> Response:
+        journal = self.runtime.journal
         try:
-            run_id = self.journal.find_run(request.path_params["run_id"])
-            events = self.journal.read(run_id)
+            run_id = journal.find_run(request.path_params["run_id"])
+            events = journal.read(run_id)
         except RunNotFoundError as exc:
             return _error(404, str(exc))
         except EmberError as exc:  # an ambiguous prefix
@@ -105,15 +110,6 @@ class _RunApi:
 
     async def health(self, _: Request) -> Response:
         return _json({"status": "ok"})
-
-
-def _interrupted(journal: SQLiteJournal) -> list[str]:
-    from ember.executor.runtime import interrupted_runs
-
-    run_ids = interrupted_runs(journal)
-    if run_ids:
-        _say(f"resuming {len(run_ids)} interrupted run(s): {', '.join(run_ids)}")
-    return run_ids
 
 
 async def _resume(runtime: Runtime, run_id: str) -> None:
@@ -142,16 +138,10 @@ def _error(status: int, message: str) -> Response:
     return _json({"error": message}, status)
 
 
-def create_app(
-    journal: SQLiteJournal,
-    open_runtime: OpenRuntime,
-    *,
-    otlp_endpoint: str | None = None,
-    ready: Callable[[], None] | None = None,
-) -> Starlette:
-    """The ASGI app. `open_runtime(observer)` opens the runtime (tools, planner) inside the
-    server's event loop, with `observer` seeing each durable journal event; `ready` is called
-    once it is open."""
+def create_app(settings: Settings, *, ready: Callable[[], None] | None = None) -> Starlette:
+    """The ASGI app over ember as `settings` configure it. Its lifespan opens the runtime
+    inside the server's event loop, gets the planner ready, resumes interrupted runs, then calls
+    `ready`."""
     try:
         from starlette.applications import Starlette
         from starlette.routing import Route
@@ -160,29 +150,27 @@ def create_app(
             'ember serve needs the server extra: run `pip install -e ".[server]"` (or '
             "`scripts/install`)"
         ) from None
-    metrics = LayerMetrics()
-    exporters = RunExporters([metrics, *([SpanExport(otlp_endpoint)] if otlp_endpoint else [])])
-    api = _RunApi(journal, metrics)
+    exporters = run_exporters(settings)
+    api = _RunApi(exporters.metrics)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         try:
-            async with open_runtime(exporters.observe) as runtime:
-                api.runtime = runtime
-                warm = getattr(runtime.planner, "warm", None)  # the embedded model's
-                if warm is not None:  # loaded and its prompt prefix read before the first run
-                    catalogue = tuple(runtime.registry.descriptors())
-                    await asyncio.to_thread(warm, PlanningTask("", date.today(), catalogue))
-                resuming = [
-                    asyncio.create_task(_resume(runtime, run_id))
-                    for run_id in _interrupted(journal)
-                ]
+            async with open_runtime(settings, observer=exporters.observe) as runtime:
+                api.attach(runtime)
+                await runtime.warm()  # the embedded model loaded before the first request
+                interrupted = runtime.interrupted_runs()
+                if interrupted:
+                    _say(
+                        f"resuming {len(interrupted)} interrupted run(s): {', '.join(interrupted)}"
+                    )
+                resuming = [asyncio.create_task(_resume(runtime, run_id)) for run_id in interrupted]
                 if ready is not None:
                     ready()
                 try:
                     yield
                 finally:  # what is still running stays interrupted, for the next start
-                    runtime.stopping = True
+                    runtime.leave_interrupted()
                     for task in resuming:
                         task.cancel()
                     await asyncio.gather(*resuming, return_exceptions=True)
@@ -201,19 +189,12 @@ def create_app(
     )
 
 
-def serve(
-    journal: SQLiteJournal,
-    open_runtime: OpenRuntime,
-    *,
-    host: str = "127.0.0.1",
-    port: int = 8321,
-    otlp_endpoint: str | None = None,
-) -> None:
+def serve(settings: Settings, *, host: str = "127.0.0.1", port: int = 8321) -> None:
     """Serve until SIGINT/SIGTERM; queued spans are sent before it returns."""
     import uvicorn
 
     def ready() -> None:
-        where = f" and sending spans to {otlp_endpoint}" if otlp_endpoint else ""
+        where = f" and sending spans to {settings.otlp_endpoint}" if settings.otlp_endpoint else ""
         _say(f"listening on http://{host}:{port}{where}")
 
     # Bound before the app starts: the port is known free before the model loads, and once
@@ -226,7 +207,7 @@ def serve(
         raise UserError(
             f"cannot listen on {host}:{port}: {reason}: choose another --port"
         ) from None
-    app = create_app(journal, open_runtime, otlp_endpoint=otlp_endpoint, ready=ready)
+    app = create_app(settings, ready=ready)
     config: Any = uvicorn.Config(app, log_level="warning", lifespan="on")
     with listener:
         uvicorn.Server(config).run(sockets=[listener])

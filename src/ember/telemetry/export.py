@@ -5,19 +5,18 @@ process finishes, resumed ones included; `RunExporters.observe` is a journal obs
 (`ObservedJournal`). Optional dependencies: `pip install -e ".[server]"` for Prometheus and
 `".[otel]"` for OTLP.
 
-Spans keep ember's W3C ids: the trace id is the run's (`ember.tools.context.trace_id`) and each
+Spans keep ember's W3C ids: the trace id is the run's (`ember.telemetry.trace`) and each
 step's span id is its step id, the `traceparent` the step's tool received, so a tool host that
 traces its side joins the same trace.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from ember.errors import UserError
 from ember.journal import Event, RunDone
-from ember.tools.context import trace_id
+from ember.telemetry.trace import trace_id
 
 __all__ = ["LAYER_BUCKETS_S", "LayerMetrics", "RunExporters", "SpanExport"]
 
@@ -185,18 +184,20 @@ class SpanExport:
 
 
 class RunExporters:
-    """Feeds every finished run to the configured exporters: pass `observe` to an
-    `ObservedJournal`."""
+    """Feeds every finished run to the Prometheus `metrics` and, when set, the OTLP `spans`:
+    pass `observe` to an `ObservedJournal`."""
 
-    def __init__(self, exporters: Sequence[LayerMetrics | SpanExport]) -> None:
-        self.exporters = list(exporters)
+    def __init__(self, metrics: LayerMetrics, spans: SpanExport | None = None) -> None:
+        self.metrics = metrics
+        self.spans = spans
 
     def observe(self, event: Event) -> None:
         if isinstance(event, RunDone):
-            for exporter in self.exporters:
-                exporter.record(event)
+            self.metrics.record(event)
+            if self.spans is not None:
+                self.spans.record(event)
 
     def close(self) -> None:
-        for exporter in self.exporters:
-            if isinstance(exporter, SpanExport):
-                exporter.close()
+        """Send the spans still queued."""
+        if self.spans is not None:
+            self.spans.close()

@@ -18,6 +18,8 @@ from typing import Any
 
 import msgspec
 
+from ember.telemetry.trace import traceparent
+
 __all__ = ["LATENCY_KEYS", "LatencyRecorder", "Span"]
 
 LATENCY_KEYS = ("l1_ttft", "l1_plan", "l2_overhead", "l3_persist", "l4_e2e")
@@ -36,9 +38,9 @@ class Span(msgspec.Struct, frozen=True):
 class LatencyRecorder:
     """Collects one run's spans and layer totals."""
 
-    def __init__(self, clock: Callable[[], float] = time.perf_counter, trace_id: str = "") -> None:
+    def __init__(self, clock: Callable[[], float] = time.perf_counter, run_id: str = "") -> None:
         self.clock = clock
-        self.trace_id = trace_id  # W3C trace id: step spans carry their span id in it
+        self.run_id = run_id  # step spans carry the run's W3C trace context
         self.start = clock()
         self.spans: list[Span] = []
         self._ttft: float | None = None
@@ -82,7 +84,7 @@ class LatencyRecorder:
                     "tool": tool,
                     "tool_ms": self_s * 1000,
                     "persist_ms": persist_s * 1000,
-                    "traceparent": f"00-{self.trace_id}-{step_id:016x}-01" if self.trace_id else "",
+                    "traceparent": traceparent(self.run_id, step_id) if self.run_id else "",
                 },
             )
         )

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import hashlib
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
 
 import msgspec
 
-__all__ = ["StepContext", "current_executor", "current_step", "trace_id", "traceparent"]
+__all__ = ["StepContext", "current_executor", "current_step"]
 
 
 class StepContext(msgspec.Struct, frozen=True):
@@ -27,7 +26,7 @@ class StepContext(msgspec.Struct, frozen=True):
     wall: Callable[[], float] = time.time
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     executor: Executor | None = None  # the runtime's thread pool for blocking tools
-    traceparent: str = ""  # W3C trace context: the run is the trace, the step a span in it
+    traceparent: str = ""  # W3C trace context (`ember.telemetry.trace`)
 
 
 _current: contextvars.ContextVar[StepContext] = contextvars.ContextVar("ember_step")
@@ -36,16 +35,6 @@ _current: contextvars.ContextVar[StepContext] = contextvars.ContextVar("ember_st
 def current_step() -> StepContext:
     """The context of the tool call in progress; LookupError outside one."""
     return _current.get()
-
-
-def trace_id(run_id: str) -> str:
-    """The W3C trace id of a run (32 hex digits, derived from the run id)."""
-    return hashlib.sha256(run_id.encode()).hexdigest()[:32]
-
-
-def traceparent(run_id: str, step_id: int) -> str:
-    """The W3C `traceparent` of a step: the run is the trace, the step id the span id."""
-    return f"00-{trace_id(run_id)}-{step_id:016x}-01"
 
 
 def current_executor() -> Executor | None:

@@ -17,12 +17,14 @@ __all__ = ["RegisteredTool", "ToolRegistry"]
 
 
 class RegisteredTool(msgspec.Struct, frozen=True):
-    """A tool as the runtime holds it: what it is, how to check its arguments, how to reach it."""
+    """A tool as the runtime holds it: what it is, how to check its arguments, how to reach it.
+    `inline`: a function that runs on the event loop itself (no timer can interrupt it)."""
 
     descriptor: ToolDescriptor
     validate: Validator
     transport: Transport
     source: str
+    inline: bool = False
 
 
 class ToolRegistry:
@@ -62,7 +64,10 @@ class ToolRegistry:
                 f"(from {self._tools[descriptor.tool_name].source})"
             )
         validate = compile_validator(descriptor.tool_name, descriptor.parameters)
-        self._tools[descriptor.tool_name] = RegisteredTool(descriptor, validate, transport, source)
+        inline = isinstance(transport, InprocTransport) and transport.inline
+        self._tools[descriptor.tool_name] = RegisteredTool(
+            descriptor, validate, transport, source, inline
+        )
         return descriptor
 
     def unregister(self, name: str) -> None:

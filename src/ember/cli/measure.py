@@ -1,21 +1,24 @@
-"""The measuring commands of `ember`: assess, eval, bench, chaos (see `ember.cli`, which parses
-their options and imports this module only when one of them runs)."""
+"""The measuring commands: eval (planner, bfcl), bench, chaos, assess. They call
+`ember.measure` and `ember.assess`, which the runtime never imports."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
-from typing import Any
+from pathlib import Path
 
-from ember import cli
+import msgspec
+
+from ember.app import build_planner
+from ember.cli.commands import say, settings
+from ember.errors import UserError
 
 __all__ = ["assess", "bench", "chaos", "eval_bfcl", "eval_planner"]
 
 
 def assess(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from ember.assess import build_report, heatmap, load_scenario, render_html, render_terminal
 
     report = build_report(load_scenario(args.scenario))
@@ -31,26 +34,24 @@ def assess(args: argparse.Namespace) -> int:
     if not args.json:
         for path in (args.png, args.svg, args.html):
             if path:
-                print(f"wrote {path}", file=sys.stderr)
+                say(f"wrote {path}")
     return 0
 
 
 def eval_planner(args: argparse.Namespace) -> int:
-    import asyncio
-
-    from ember.planner.evaluate import evaluate_planner, load_tasks
-    from ember.planner.scoring import print_summary
+    from ember.measure.planner_eval import evaluate_planner, load_tasks
+    from ember.measure.scoring import print_summary
     from ember.tools.demo import demo_catalog
     from ember.tools.descriptor import ToolDescriptor
 
     tasks = load_tasks(args.tasks)[: args.limit]
     catalogue = demo_catalog()
     if args.catalog:
-        from pathlib import Path
-
         raw = json.loads(Path(args.catalog).read_text(encoding="utf-8"))
         catalogue = [ToolDescriptor.from_json(item) for item in raw]
-    summary = asyncio.run(evaluate_planner(cli._planner(args, args.planner), tasks, catalogue))
+    planner = build_planner(settings(args).planner, say=say)
+    assert planner is not None, "eval planner always names a planner"
+    summary = asyncio.run(evaluate_planner(planner, tasks, catalogue))
     if args.predictions:
         with open(args.predictions, "w", encoding="utf-8") as out:
             for task_id, plan in summary["predictions"].items():
@@ -70,16 +71,14 @@ def eval_planner(args: argparse.Namespace) -> int:
 
 
 def eval_bfcl(args: argparse.Namespace) -> int:
-    import asyncio
-
-    from ember.planner.bfcl import evaluate_bfcl
+    from ember.measure.bfcl import evaluate_bfcl
 
     categories = [name.strip() for name in args.categories.split(",") if name.strip()]
-    summary = asyncio.run(
-        evaluate_bfcl(
-            cli._planner(args, args.planner, prefix_cache=False), categories, limit=args.limit
-        )
-    )
+    # every entry has its own catalogue: its prompt prefix is not worth keeping on disk
+    chosen = msgspec.structs.replace(settings(args).planner, prefix_cache=False)
+    planner = build_planner(chosen, say=say)
+    assert planner is not None, "eval bfcl always names a planner"
+    summary = asyncio.run(evaluate_bfcl(planner, categories, limit=args.limit))
     if args.json:
         print(json.dumps(summary))
         return 0
@@ -96,79 +95,46 @@ def eval_bfcl(args: argparse.Namespace) -> int:
 
 
 def bench(args: argparse.Namespace) -> int:
+    """Run the benchmark suites of a source checkout (`benchmarks/`) in a child process: they
+    measure ember against floors and peers, and are not part of the installed package."""
     import os
     import subprocess
     import tempfile
-    from pathlib import Path
 
     import ember
-    from ember.errors import UserError
 
-    root = Path(ember.__file__).resolve().parents[2]
+    root = Path(ember.__file__).resolve().parents[2]  # src/ember/__init__.py in a checkout
     if not (root / "benchmarks" / "run.py").is_file():
         raise UserError(
-            "ember bench runs the benchmarks of a source checkout: clone ember and "
-            "install it with `scripts/install`"
+            "ember bench runs the benchmarks of a source checkout: clone ember and install it "
+            "with `scripts/install` (an installed package has no benchmarks/)"
         )
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="ember-bench-"))
-    out.mkdir(parents=True, exist_ok=True)
     result = out / "bench.json"
-    report: dict[str, Any] = {"suites": {}}
-    if args.suite != "crash":
-        command = [sys.executable, "-m", "benchmarks.run", "--json", str(result)]
-        command += ["--suite", args.suite] + (["--quick"] if args.quick else [])
-        stdout = sys.stderr if args.json else None  # tables to the terminal, never into JSON
-        subprocess.run(
-            command, cwd=root, check=True, stdout=stdout, env=dict(os.environ, PYTHONPATH=str(root))
-        )
-        report = json.loads(result.read_text())
-    if args.suite in ("all", "crash"):
-        from ember.chaos import run_chaos
-
-        trials = 10 if args.quick else 100
-        report["suites"]["crash"] = [
-            {
-                "name": f"crash.normal.{mode}",
-                **run_chaos(
-                    trials=trials,
-                    steps=100,
-                    durability="normal",
-                    idempotent=mode == "idempotent",
-                    seed=1,
-                ).to_json(),
-            }
-            for mode in ("idempotent", "non-idempotent")
-        ]
-        if not args.json:
-            for row in report["suites"]["crash"]:
-                print(
-                    f"{row['name']}: lost {row['lost']}, duplicated {row['duplicated']}, "
-                    f"in doubt {row['in_doubt']}, resume p50 {row['resume_ms']['p50']} ms"
-                )
-    result.write_text(json.dumps(report, indent=2))
-    if args.out:
-        sys.path.insert(0, str(root))
-        from benchmarks.report import render
-
-        (out / "bench.md").write_text(render(report) + "\n")
-        print(f"wrote {out / 'bench.json'} and {out / 'bench.md'}", file=sys.stderr)
+    command = [sys.executable, "-m", "benchmarks.run", "--suite", args.suite, "--json", str(result)]
+    command += ["--quick"] if args.quick else []
+    command += ["--markdown", str(out / "bench.md")] if args.out else []
+    stdout = sys.stderr if args.json else None  # tables to the terminal, never into JSON
+    env = dict(os.environ, PYTHONPATH=str(root))
+    subprocess.run(command, cwd=root, check=True, stdout=stdout, env=env)
     if args.json:
-        print(json.dumps(report))
+        print(result.read_text())
+    if args.out:
+        say(f"wrote {result} and {out / 'bench.md'}")
     return 0
 
 
 def chaos(args: argparse.Namespace) -> int:
-    from ember.chaos import chaos_table, run_chaos, run_peer_chaos
-    from ember.chaos_peers import PEERS, installed_peers
+    from ember.measure.chaos import chaos_table, run_chaos, run_peer_chaos
+    from ember.measure.chaos_peers import PEERS, installed_peers
 
     modes = ["idempotent", "non-idempotent"] if args.mode == "both" else [args.mode]
     peers = [] if args.no_peers else installed_peers()
     missing = [peer for peer in PEERS if peer not in peers]
     if missing and not args.no_peers:
-        print(
+        say(
             f"ember chaos: not installed, so not crashed side by side: {', '.join(missing)} "
-            '(pip install -e ".[bench]")',
-            file=sys.stderr,
+            '(pip install -e ".[bench]")'
         )
     reports = [
         run_chaos(

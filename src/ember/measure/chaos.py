@@ -14,8 +14,8 @@ step, 2 or more a duplicated effect.
 
 Resume time is measured from spawning the resuming process to its first tool call.
 
-Peers (`run_peer_chaos`, `ember.chaos_peers`): the same chain, kills and counts on LangGraph and
-DBOS workflows, when the `bench` extra installed them, printed beside ember's rows.
+Peers (`run_peer_chaos`, `ember.measure.chaos_peers`): the same chain, kills and counts on
+LangGraph and DBOS workflows, when the `bench` extra installed them, printed beside ember's rows.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class ChaosReport(msgspec.Struct):
     steps: int
     durability: str
     idempotent: bool
-    system: str = "ember"  # or a peer of `ember.chaos_peers.PEERS`
+    system: str = "ember"  # or a peer of `ember.measure.chaos_peers.PEERS`
     crashed: int = 0  # trials whose child was killed before it finished
     lost: int = 0
     duplicated: int = 0
@@ -71,7 +71,7 @@ class ChaosReport(msgspec.Struct):
     def label(self) -> str:
         """What was crashed, for a table row."""
         if self.system != "ember":
-            from ember.chaos_peers import PEERS
+            from ember.measure.chaos_peers import PEERS
 
             return PEERS[self.system][0]
         tools = "idempotent" if self.idempotent else "non-idempotent"
@@ -106,7 +106,7 @@ class _Trial(msgspec.Struct, frozen=True):
     db: Path
     effects: Path
     steps: int
-    module: str  # the child: `ember.chaos`, or `ember.chaos_peers` for a peer
+    module: str  # the child: `ember.measure.chaos`, or `ember.measure.chaos_peers` for a peer
     how: tuple[str, ...]  # its last arguments: (durability, tool mode), or (peer,)
 
     def child(self, action: str) -> list[str]:
@@ -120,18 +120,18 @@ def run_chaos(
     """Run the crash test on ember (see the module docstring); progress goes to stderr."""
     mode = "idempotent" if idempotent else "non-idempotent"
     report = ChaosReport(trials, steps, durability, idempotent)
-    return _crash(report, "ember.chaos", (durability, mode), seed)
+    return _crash(report, "ember.measure.chaos", (durability, mode), seed)
 
 
 def run_peer_chaos(peer: str, *, trials: int, steps: int, seed: int) -> ChaosReport:
-    """The same crash test on a peer's workflow (`ember.chaos_peers`): its steps cannot
+    """The same crash test on a peer's workflow (`ember.measure.chaos_peers`): its steps cannot
     dedupe, so a step run again after the crash is a duplicated effect."""
-    from ember.chaos_peers import PEERS
+    from ember.measure.chaos_peers import PEERS
 
     if peer not in PEERS:
         raise ValueError(f"unknown peer {peer!r}: one of {', '.join(PEERS)}")
     report = ChaosReport(trials, steps, "as shipped", idempotent=False, system=peer)
-    return _crash(report, "ember.chaos_peers", (peer,), seed)
+    return _crash(report, "ember.measure.chaos_peers", (peer,), seed)
 
 
 def _crash(report: ChaosReport, module: str, how: tuple[str, ...], seed: int) -> ChaosReport:
@@ -299,7 +299,7 @@ def _main(argv: list[str]) -> int:
             {
                 "status": result.status,
                 "in_doubt": in_doubt,
-                "first_dispatch": runtime.first_dispatch,
+                "first_dispatch": result.first_dispatch,
             }
         ),
         flush=True,

@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from ember.errors import PlanError, PlannerError, UserError
+from ember.measure.planner_eval import latency_summary, plan_timed
+from ember.plan import Step
 from ember.planner.base import Planner, PlanningTask
-from ember.planner.evaluate import latency_summary, plan_timed
-from ember.planner.plan import Step
 from ember.tools.descriptor import ToolDescriptor
 
 __all__ = ["CATEGORIES", "Checker", "evaluate_bfcl", "load_category", "oracle_output"]

@@ -23,6 +23,7 @@ __all__ = [
     "Plan",
     "Reference",
     "Step",
+    "canonical_args",
     "dependencies",
     "find_cycle",
     "lookup",
@@ -115,6 +116,11 @@ def references(value: Any) -> Iterator[Reference]:
     elif isinstance(value, list | tuple):
         for item in value:
             yield from references(item)
+
+
+def canonical_args(args: dict[str, Any]) -> bytes:
+    """The arguments' canonical JSON (keys sorted): what identifies a call."""
+    return msgspec.json.encode(args, order="sorted")
 
 
 def dependencies(step: Step) -> set[int]:

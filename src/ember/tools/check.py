@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ember.errors import PlanError
-from ember.planner.plan import Step, references
+from ember.plan import Step, references
 from ember.tools.descriptor import ToolDescriptor
 
 __all__ = ["check_reference_paths", "check_step"]

@@ -1,7 +1,7 @@
 """`ember eval planner`: run a planner over a task set and score it with the task set's scorer.
 
 Each task's request goes through the planner only (no tool runs). The plans are scored by
-`ember.planner.scoring`, a verbatim copy of the task set's `score_plans.py`, and the report adds
+`ember.measure.scoring`, a verbatim copy of the task set's `score_plans.py`, and the report adds
 the planner's latency: time to first token and time to the whole plan, median and p90.
 """
 
@@ -19,9 +19,9 @@ from typing import Any
 import msgspec
 
 from ember.errors import PlanError, PlannerError, UserError
-from ember.planner import scoring
+from ember.measure import scoring
+from ember.plan import Step
 from ember.planner.base import FirstToken, Planner, PlanningTask
-from ember.planner.plan import Step
 from ember.tools.descriptor import ToolDescriptor
 
 __all__ = ["evaluate_planner", "latency_summary", "load_tasks", "plan_timed"]

@@ -9,8 +9,8 @@ cannot dedupe: a step run twice is a duplicated effect. Resuming is what each pe
 LangGraph invokes the thread again from its last checkpoint; DBOS recovers the pending workflow
 when it launches.
 
-This module is also the child process: `python -m ember.chaos_peers ACTION DB EFFECTS STEPS
-PEER`, ACTION `work` (print STARTED, run the workflow) or `resume` (continue it; print a JSON
+This module is also the child process: `python -m ember.measure.chaos_peers ACTION DB EFFECTS
+STEPS PEER`, ACTION `work` (print STARTED, run the workflow) or `resume` (continue it; print a JSON
 line with the wall time of the first step it ran, or null).
 """
 

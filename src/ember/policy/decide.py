@@ -1,0 +1,79 @@
+"""Whether a tool call may run now: one pure function, consulted by the executor before each
+call's intent is written (and journaled by it), with no I/O and no clock.
+
+The rules today:
+
+- A high-risk tool (`risk="high"`) runs only once a person approved the step; a denial fails it.
+- A call interrupted mid-way (its intent is in the journal, its outcome is not) runs again only
+  if its tool is idempotent (the same idempotency key makes a repeat harmless) or a person said
+  `retry`; otherwise it is held in doubt until a person decides: `skip` takes the effect as done,
+  `fail` fails the step.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import msgspec
+
+from ember.journal import Decision
+from ember.plan import Step
+from ember.tools.descriptor import Risk, ToolDescriptor
+
+__all__ = ["CallContext", "Ruling", "Verdict", "decide"]
+
+
+class Verdict(enum.StrEnum):
+    RUN = "run"  # call the tool now
+    AWAIT_APPROVAL = "await_approval"  # a person must approve the step first
+    HOLD_IN_DOUBT = "hold_in_doubt"  # it may have happened: a person must decide
+    TAKE_AS_DONE = "take_as_done"  # a person said the effect happened: do not call again
+    FAIL = "fail"  # denied, or failed by a person's decision
+
+
+class CallContext(msgspec.Struct, frozen=True):
+    """What the journal knows about the call: its run, whether it was interrupted after its
+    intent was recorded, and the decision a person recorded for the step, if any."""
+
+    run_id: str
+    interrupted: bool = False
+    decision: Decision | None = None
+
+
+class Ruling(msgspec.Struct, frozen=True):
+    """A verdict and, for every verdict but `run`, the reason in words a person can act on."""
+
+    verdict: Verdict
+    reason: str = ""
+
+
+_RUN = Ruling(Verdict.RUN)
+
+
+def decide(step: Step, tool: ToolDescriptor, args: dict[str, Any], context: CallContext) -> Ruling:
+    """The ruling on calling `tool` with `args` (resolved and validated) for `step` now."""
+    where = f"step {step.id} ({step.tool})"
+    if tool.risk == Risk.HIGH:
+        if context.decision is Decision.DENY:
+            return Ruling(Verdict.FAIL, f"{where} was denied approval")
+        if context.decision is not Decision.APPROVE:
+            return Ruling(
+                Verdict.AWAIT_APPROVAL,
+                f"{where} is high-risk and waits for approval: "
+                f"`ember runs resolve {context.run_id} {step.id} --approve|--deny`",
+            )
+    if not context.interrupted:
+        return _RUN
+    if context.decision is Decision.FAIL:
+        return Ruling(Verdict.FAIL, f"{where} failed by decision")
+    if context.decision is Decision.SKIP:
+        return Ruling(Verdict.TAKE_AS_DONE, f"{where} was taken as done by decision")
+    if context.decision is Decision.RETRY or tool.idempotent:
+        return _RUN
+    return Ruling(
+        Verdict.HOLD_IN_DOUBT,
+        f"{where} was interrupted after its intent was recorded and {step.tool} is not "
+        f"idempotent: it may or may not have happened. Decide with "
+        f"`ember runs resolve {context.run_id} {step.id} --retry|--skip|--fail`",
+    )
