@@ -1,7 +1,7 @@
 """Would prompt-lookup drafts (the planner issue's lever 4) pay? Measured before building them.
 
 Plans the dev tasks with the embedded default model, recording every token the decoder samples
-freely (`_Cursor.sample`: values; choices and forced text are already read in batches). For each
+freely (`Cursor.sample`: values; choices and forced text are already read in batches). For each
 sampled token it simulates a draft: up to `--draft` tokens continuing the latest earlier
 occurrence of the last `--ngram` tokens in the prompt and plan so far, accepted while it equals
 what greedy decoding chose (so the plan is the same by construction). Then it measures what a
@@ -20,7 +20,7 @@ import time
 from typing import Any
 
 from ember.measure.planner_eval import evaluate_planner, load_tasks
-from ember.planner import decoding
+from ember.planner import vocabulary
 from ember.planner.llama import LlamaPlanner
 from ember.tools.demo import demo_catalog
 
@@ -45,8 +45,8 @@ class _Recorded(list[int]):
 
 
 def _recording_sample(records: Sampled) -> Any:
-    """`_Cursor.sample`, recording the context and the tokens it chose."""
-    sample = decoding._Cursor.sample
+    """`Cursor.sample`, recording the context and the tokens it chose."""
+    sample = vocabulary.Cursor.sample
 
     def recording(self: Any, *args: Any, **kwargs: Any) -> tuple[str, bool]:
         self.tokens = recorded = _Recorded(self.tokens, self.llm)
@@ -108,7 +108,7 @@ def main() -> None:
     parser.add_argument("--draft", type=int, default=4)
     args = parser.parse_args()
     records: Sampled = []
-    decoding._Cursor.sample = _recording_sample(records)  # type: ignore[method-assign]
+    vocabulary.Cursor.sample = _recording_sample(records)  # type: ignore[method-assign]
     planner = LlamaPlanner()
     asyncio.run(evaluate_planner(planner, load_tasks(args.tasks), demo_catalog()))
     passes = [drafted_passes(c, t, args.ngram, args.draft) for c, t in records if t]

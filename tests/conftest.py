@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,17 @@ from ember.tools.demo import DemoWorld, demo_registry
 from ember.tools.registry import ToolRegistry
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+
+def shared_file(relative: str) -> Path:
+    """A file of ../shared beside the checkout, to compare with. Missing: the test is skipped
+    on a developer's machine, and fails under CI (`CI` set), where ../shared is always there."""
+    path = SHARED / relative
+    if not path.exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"{path} is missing: CI runs with ../shared beside the clone")
+        pytest.skip(f"{path} is not here to compare with")
+    return path
 
 
 @pytest.fixture
@@ -25,8 +37,6 @@ def registry(world: DemoWorld) -> ToolRegistry:
 @pytest.fixture
 def ember_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     """Environment for `ember` subprocesses: their own journal and demo world."""
-    import os
-
     return dict(
         os.environ, EMBER_DB=str(tmp_path / "ember.db"), EMBER_DEMO_DIR=str(tmp_path / "demo")
     )

@@ -10,7 +10,7 @@ from ember.errors import ToolCallError
 from ember.tools.demo import DemoWorld, demo_catalog
 from ember.tools.registry import ToolRegistry
 
-from .conftest import SHARED
+from .conftest import shared_file
 
 
 def call(registry: ToolRegistry, tool: str, key: str = "k", **args: Any) -> Any:
@@ -20,9 +20,7 @@ def call(registry: ToolRegistry, tool: str, key: str = "k", **args: Any) -> Any:
 def test_catalogue_is_the_planner_task_sets() -> None:
     shipped = [d.to_json() for d in demo_catalog()]
     assert len(shipped) == 14
-    source = SHARED / "planner-tasks" / "catalog.json"
-    if not source.exists():
-        pytest.skip(f"{source} is not here to compare with")
+    source = shared_file("planner-tasks/catalog.json")
     expected = json.loads(source.read_text())
     for mine, theirs in zip(shipped, expected, strict=True):
         assert {k: mine[k] for k in theirs} == theirs

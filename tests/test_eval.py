@@ -9,23 +9,19 @@ import os
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from ember import Plan
 from ember.measure import scoring
 from ember.measure.planner_eval import evaluate_planner, load_tasks
 from ember.testing import ScriptedPlanner
 from ember.tools.demo import demo_catalog
 
-from .conftest import SHARED, ember
+from .conftest import ember, shared_file
 
 SAMPLE = Path(__file__).parent / "data" / "tasks-sample.jsonl"
 
 
 def test_vendored_scorer_is_the_task_sets_own() -> None:
-    source = SHARED / "planner-tasks" / "score_plans.py"
-    if not source.exists():
-        pytest.skip(f"{source} is not here to compare with")
+    source = shared_file("planner-tasks/score_plans.py")
     vendored = Path(scoring.__file__).read_text().split("\n", 3)[3]
     assert vendored == source.read_text()
 

@@ -17,7 +17,6 @@ import pytest
 from ember.errors import ModelError
 from ember.plan import Step
 from ember.planner.compact import field_paths, render_plan
-from ember.planner.decoding import _common_prefix
 from ember.planner.models import SHIPPED_MODELS, ShippedModel, _assemble, resolve_model
 from ember.planner.openai import StepStreamParser
 from ember.planner.prompt import build_prefix, build_request, calendar_text, signature
@@ -190,23 +189,6 @@ def test_the_calendar_names_the_days_a_request_may_mean() -> None:
     assert "Later this week: none" in calendar_text(date(2026, 3, 7))  # a Saturday
 
 
-def test_dates_are_chosen_among_real_days_around_today() -> None:
-    from ember.planner.decoding import _calendar_dates
-
-    days = _calendar_dates(date(2026, 3, 2))
-    assert (days[0], days[-1]) == ("2024-01-01", "2029-12-31")
-    assert "2028-02-29" in days
-    assert "2026-02-29" not in days
-    assert "2026-02-30" not in days
-
-
-def test_common_prefixes_end_on_whole_characters() -> None:
-    assert _common_prefix([b"1. get_weather(", b"1. get_time("]) == b"1. get_"
-    assert _common_prefix(["é1".encode(), "é2".encode()]) == "é".encode()
-    assert _common_prefix(["é".encode(), "ê".encode()]) == b""  # same first byte, not same char
-    assert _common_prefix([b"done", b"1. x("]) == b""
-
-
 @pytest.mark.model
 @pytest.mark.skipif(_model_available() is not None, reason=str(_model_available()))
 def test_the_embedded_model_writes_a_valid_multi_step_plan() -> None:
@@ -223,93 +205,6 @@ def test_the_embedded_model_writes_a_valid_multi_step_plan() -> None:
     catalog = {tool.tool_name: tool.to_json() for tool in CATALOGUE}
     plan_json = {"steps": [msgspec.to_builtins(step) for step in steps]}
     assert scoring.validate_plan(plan_json, catalog) == []
-
-
-def test_a_saved_vocabulary_loads_back_and_a_broken_file_is_rebuilt(tmp_path: Path) -> None:
-    from ember.planner.decoding import Vocabulary
-
-    vocab = Vocabulary([b"", b'"', b"2026", b"-", b"EUR", b" {$", b"Paris", b'",'])
-    path = tmp_path / "vocab" / "v.npz"
-    vocab.save(path)
-    loaded = Vocabulary.load(path)
-    assert loaded is not None
-    assert loaded.pieces == vocab.pieces
-    assert {k: v.tolist() for k, v in loaded.masks.items()} == {
-        k: v.tolist() for k, v in vocab.masks.items()
-    }
-    assert loaded.masks["opener"].tolist() == [False] * 5 + [True, False, False]
-    assert loaded.starting_with(b'"') == [1, 7]
-    path.write_bytes(path.read_bytes()[:100])  # torn write: load says so, the caller rebuilds
-    assert Vocabulary.load(path) is None
-
-
-def test_grounded_values_come_from_the_request_or_a_result_of_the_same_format() -> None:
-    from ember.planner.decoding import _EMAIL
-
-    tools = {tool.tool_name: tool for tool in CATALOGUE}
-    email = {"type": "string", "format": "email"}
-    assert field_paths(tools["lookup_customer"].returns, email) == [".email"]
-    assert ".check_in" in field_paths(
-        tools["book_hotel"].returns, {"type": "string", "format": "date"}
-    )
-    assert ".hotel_name" not in field_paths(
-        tools["book_hotel"].returns, {"format": "date", "type": "string"}
-    )
-    request = "Email anna.berg@example.com. Then 发邮件给 wang.fang@example.cn。"
-    assert _EMAIL.findall(request) == ["anna.berg@example.com", "wang.fang@example.cn"]
-
-
-def test_what_a_request_gives_is_found_and_measures_are_not_codes() -> None:
-    from ember.planner.decoding import _givens
-
-    request = (
-        "Look up customer C-20417 and put a 30-minute call at 15:00 on 2026-03-02 titled "
-        "'Renewal', then email 3,200 NOK at 12.5 % to a.b@example.com and save it to "
-        "/data/out/c.txt. It's the users' call."
-    )
-    assert _givens(request) == [
-        "Renewal",
-        "a.b@example.com",
-        "/data/out/c.txt",
-        "C-20417",
-        "30",
-        "3200",
-        "12.5",
-    ]
-    assert _givens("生成一份标题为「2026年制度摘要」的报告") == ["2026年制度摘要"]
-
-
-def test_a_call_made_again_on_its_own_output_is_a_loop() -> None:
-    from ember.planner.decoding import _reapplies
-
-    read = Step(1, "read_file", {"path": "/a.txt"})
-    summary = Step(2, "summarize_text", {"text": "$1.content", "max_words": 50})
-    again = Step(3, "summarize_text", {"text": "$2.summary", "max_words": 50})
-    shorter = Step(3, "summarize_text", {"text": "$2.summary", "max_words": 10})
-    converted = Step(
-        1, "convert_currency", {"amount": 200, "from_currency": "GBP", "to_currency": "EUR"}
-    )
-    onward = Step(
-        2, "convert_currency", {"amount": "$1.amount", "from_currency": "EUR", "to_currency": "USD"}
-    )
-    assert _reapplies(again, [read, summary])
-    assert not _reapplies(shorter, [read, summary])
-    assert not _reapplies(summary, [read])
-    assert not _reapplies(onward, [converted])
-
-
-def test_sources_and_standard_codes_are_read_from_the_catalogue() -> None:
-    from ember.planner.decoding import _source, _standard_codes
-
-    tools = {tool.tool_name: tool for tool in CATALOGUE}
-    hotel_id = tools["book_hotel"].parameters["properties"]["hotel_id"]
-    assert _source(hotel_id, tools, "book_hotel") == "search_hotels"
-    assert _source({"description": "Customer id."}, tools, "lookup_customer") is None
-    currency = tools["convert_currency"].parameters["properties"]["to_currency"]
-    codes = _standard_codes(currency)
-    assert {"CNY", "NOK", "USD"} <= set(codes)
-    assert "RMB" not in codes
-    assert _standard_codes({"description": "IATA airport code."}) == []
 
 
 @pytest.mark.model

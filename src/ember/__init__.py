@@ -28,7 +28,8 @@ if TYPE_CHECKING:
     from ember.errors import EmberError, UserError
     from ember.executor import RunResult, Runtime, StepReport
     from ember.journal import SQLiteJournal
-    from ember.planner import Plan, Planner, PlanningTask, ScriptedPlanner, Step
+    from ember.plan import Plan, Step
+    from ember.planner import Planner, PlanningTask, ScriptedPlanner
     from ember.tools import ExecutionMode, Risk, ToolDescriptor, ToolRegistry, tool
 
 __all__ = [
@@ -58,11 +59,11 @@ _HOMES = {
     "Runtime": "ember.executor",
     "StepReport": "ember.executor",
     "SQLiteJournal": "ember.journal",
-    "Plan": "ember.planner",
+    "Plan": "ember.plan",
     "Planner": "ember.planner",
     "PlanningTask": "ember.planner",
     "ScriptedPlanner": "ember.planner",
-    "Step": "ember.planner",
+    "Step": "ember.plan",
     "ExecutionMode": "ember.tools",
     "Risk": "ember.tools",
     "ToolDescriptor": "ember.tools",

@@ -284,7 +284,9 @@ def _main(argv: list[str]) -> int:
         print("STARTED", flush=True)
         result = asyncio.run(runtime.run("chaos", run_id=_RUN_ID))
     elif state.status in ("succeeded", "failed"):
-        print(json.dumps({"status": "finished", "in_doubt": [], "first_dispatch": None}))
+        print(
+            json.dumps({"status": "finished", "in_doubt": [], "first_dispatch": None}), flush=True
+        )
         os._exit(0)  # the kill came after the run had finished: nothing to resume
     else:
         try:

@@ -1,16 +1,7 @@
-"""Planners turn a request into a plan: the protocol, plan types, and the backends."""
+"""Planners turn a request into a plan, streamed step by step: the `Planner` protocol and its
+backends (llama: the embedded model and its driven decoder; openai; scripted)."""
 
-from ember.plan import Plan, Reference, Step
 from ember.planner.base import FirstToken, PlanEvent, Planner, PlanningTask
 from ember.planner.scripted import ScriptedPlanner
 
-__all__ = [
-    "FirstToken",
-    "Plan",
-    "PlanEvent",
-    "Planner",
-    "PlanningTask",
-    "Reference",
-    "ScriptedPlanner",
-    "Step",
-]
+__all__ = ["FirstToken", "PlanEvent", "Planner", "PlanningTask", "ScriptedPlanner"]

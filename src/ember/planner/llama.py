@@ -10,23 +10,45 @@ handed to the event loop as soon as it is complete, so the executor can start it
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import hashlib
 import os
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from ember.errors import ModelError
 from ember.plan import Step
 from ember.planner.base import FirstToken, PlanEvent, PlanningTask
-from ember.planner.decoding import VOCABULARY_FORMAT, PlanDecoder, Vocabulary
+from ember.planner.decoding import PlanDecoder
 from ember.planner.models import cache_dir, resolve_model, shipped_model
 from ember.planner.prompt import build_dated, build_prefix, build_request
+from ember.planner.vocabulary import VOCABULARY_FORMAT, Logits, Vocabulary
 
-__all__ = ["LlamaPlanner"]
+__all__ = ["LlamaModel", "LlamaPlanner"]
 
 _DONE = object()
+
+
+class LlamaModel:
+    """A llama-cpp-python `Llama` as the decoder's `LanguageModel`."""
+
+    def __init__(self, llm: Any) -> None:
+        self.llm = llm
+
+    def tokenize(self, text: bytes, *, special: bool) -> list[int]:
+        tokens: list[int] = self.llm.tokenize(text, add_bos=False, special=special)
+        return tokens
+
+    def eval(self, tokens: Sequence[int]) -> None:
+        self.llm.eval(tokens)
+
+    def logits(self) -> Logits:
+        import numpy as np
+
+        pointer = ctypes.cast(self.llm._ctx.get_logits(), ctypes.POINTER(ctypes.c_float))
+        return np.ctypeslib.as_array(pointer, (self.llm.n_vocab(),))
 
 
 class LlamaPlanner:
@@ -230,7 +252,8 @@ class LlamaPlanner:
             path = self._cache_file("vocab", ".npz", VOCABULARY_FORMAT)
             self._vocab = Vocabulary.load(path) if path.is_file() else None
             if self._vocab is None:
-                self._vocab = Vocabulary.of(llm)
+                # special tokens render as empty: never offered as a piece of text
+                self._vocab = Vocabulary([llm.detokenize([t]) for t in range(llm.n_vocab())])
                 self._vocab.save(path)
         return self._vocab
 
@@ -239,7 +262,7 @@ class LlamaPlanner:
             llm = self._load()
             self._context_ready(llm, task)
             decoder = PlanDecoder(
-                llm,
+                LlamaModel(llm),
                 self._vocabulary(llm),
                 task.catalogue,
                 today=task.today,

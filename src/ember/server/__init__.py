@@ -1,4 +1,4 @@
-"""`ember serve`: runs tasks over HTTP and exports the four latency layers (DESIGN.md `server/`)."""
+"""Server: `ember serve`, the HTTP API over one Runtime; its runs' L1-L4 as metrics, spans."""
 
 from ember.server.app import create_app, serve
 

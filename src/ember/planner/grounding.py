@@ -1,0 +1,118 @@
+"""What a request gives that a plan must use, and what a value may be grounded in (pure).
+
+Small models fill parameters with whatever is at hand ("hotel_id": "Paris", a path from a
+worked example, an address nobody gave). The decoder (`ember.planner.decoding`) offers such
+parameters only values found here: the request's email addresses, absolute paths and codes, the
+numbers it states, the codes of the ISO standard a parameter names, real calendar dates.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from datetime import date, timedelta
+from typing import Any
+
+from ember.plan import Step, references
+from ember.planner.compact import value_kind
+from ember.tools.descriptor import ToolDescriptor
+
+__all__ = [
+    "CODE",
+    "EMAIL",
+    "NUMERIC",
+    "PATH",
+    "PATH_FIELD",
+    "PATH_PARAMETER",
+    "calendar_dates",
+    "givens",
+    "is_identifier",
+    "reapplies",
+    "source_of",
+    "standard_codes",
+]
+
+EMAIL = re.compile(r"[^@\s\"'<>(),;:]+@[^@\s\"'<>(),;:]+\.[A-Za-z]{2,}")
+# A code the user may give for an identifier: letters and digits mixed ("C-20417", "BK-88213"),
+# not a measure ("30-minute", "5th").
+CODE = re.compile(
+    r"(?<![\w/.-])(?![0-9]+(?:-?[a-z]+)\b)(?=[\w-]*[A-Za-z])(?=[\w-]*[0-9])\w[\w-]*\w(?![\w/@-])"
+)
+QUOTED = re.compile(r"(?<!\w)'([^']{2,})'(?!\w)|\"([^\"]{2,})\"|「([^」]+)」|“([^”]+)”")
+PATH = re.compile(r"(?<![\w.])/[\w.-]+(?:/[\w.-]+)*\w")
+NUMERIC = re.compile(r"[0-9.]+$")
+PATH_PARAMETER = re.compile(r"\b(path|directory|folder)\b", re.IGNORECASE)
+PATH_FIELD = re.compile(r"(path|file|dir|folder)", re.IGNORECASE)
+NUMBER = re.compile(r"(?<![\w.,:/-])[0-9]+(?:,[0-9]{3})*(?:\.[0-9]+)?(?![\w:/]|-[0-9]|[.,][0-9])")
+
+
+def givens(request: str) -> list[str]:
+    """The values a request gives that a plan for it uses somewhere: quoted text, email
+    addresses, absolute paths, codes ("C-20417") and whole numbers (thousands separators
+    dropped)."""
+    quoted = ["".join(groups) for groups in QUOTED.findall(request)]
+    rest = QUOTED.sub(" ", request)
+    emails = EMAIL.findall(rest)
+    rest = EMAIL.sub(" ", rest)
+    paths = PATH.findall(rest)
+    rest = PATH.sub(" ", rest)
+    codes = CODE.findall(rest)
+    rest = CODE.sub(" ", rest)
+    numbers = [number.replace(",", "") for number in NUMBER.findall(rest)]
+    return list(dict.fromkeys([*quoted, *emails, *paths, *codes, *numbers]))
+
+
+def reapplies(step: Step, earlier: list[Step]) -> bool:
+    """Whether `step` makes an earlier step's call again, with that step's result in place of
+    one argument and every other argument the same."""
+    by_id = {s.id: s for s in earlier}
+    for name, value in step.args.items():
+        for ref in references({name: value}):
+            source = by_id.get(ref.step)
+            if source is not None and source.tool == step.tool:
+                others = {k: v for k, v in step.args.items() if k != name}
+                if others == {k: v for k, v in source.args.items() if k != name}:
+                    return True
+    return False
+
+
+def standard_codes(schema: dict[str, Any]) -> list[str]:
+    """The codes of the ISO standard a three-letter code parameter names (currencies, ISO
+    4217; countries, ISO 3166 alpha-3), so that a code is one that exists ("CNY", not "RMB")."""
+    description = schema.get("description", "")
+    if "ISO 4217" in description or "currency" in description.lower():
+        return _iso_codes("currencies")
+    if "ISO 3166" in description:
+        return _iso_codes("countries")
+    return []
+
+
+@functools.cache
+def _iso_codes(table: str) -> list[str]:
+    """The sorted alpha-3 codes of a pycountry table, loaded on first use (not at import)."""
+    import pycountry
+
+    return sorted(entry.alpha_3 for entry in getattr(pycountry, table))
+
+
+def is_identifier(name: str, schema: dict[str, Any]) -> bool:
+    return value_kind(schema) == "text" and (
+        name.lower() == "id" or name.endswith(("_id", "Id", "_ID"))
+    )
+
+
+def source_of(schema: dict[str, Any], tools: dict[str, ToolDescriptor], own: str) -> str | None:
+    """The tool whose results a parameter's value comes from, where its description names
+    one ("A hotel_id from search_hotels results.")."""
+    description = schema.get("description", "")
+    for name in tools:
+        if name != own and re.search(rf"\bfrom {re.escape(name)}\b", description):
+            return name
+    return None
+
+
+def calendar_dates(today: date) -> list[str]:
+    """Every date from two years before `today` to three years after it, ISO-formatted."""
+    start = today.replace(year=today.year - 2, month=1, day=1)
+    end = today.replace(year=today.year + 3, month=12, day=31)
+    return [(start + timedelta(days=n)).isoformat() for n in range((end - start).days + 1)]

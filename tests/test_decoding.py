@@ -1,0 +1,337 @@
+"""The driven decoder's rules, each on a fake model: a function from the context to logits.
+
+`WishfulModel` wants to write a given plan text (its "wish") and continues it from wherever the
+context so far matches it; the decoder decides what it may actually write. So each test states
+what a model would like to plan and asserts what the decoder's rule let through.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import date
+from pathlib import Path
+
+import numpy as np
+
+from ember.plan import Step
+from ember.planner import grounding
+from ember.planner.compact import field_paths
+from ember.planner.decoding import PlanDecoder
+from ember.planner.vocabulary import Logits, Vocabulary, _common_prefix
+from ember.tools.demo import demo_catalog
+
+CATALOGUE = tuple(demo_catalog())
+TODAY = date(2026, 3, 2)  # a Monday
+PLAN = "\nPLAN:\n"  # ends every prompt; each wish starts after it
+# Every byte, so any text can be spelled; and some longer pieces, so choices walk a real trie.
+PIECES = [bytes([b]) for b in range(256)] + [
+    piece.encode()
+    for piece in (
+        *(tool.tool_name for tool in CATALOGUE),
+        "1. ",
+        "2. ",
+        "3. ",
+        '="',
+        '")\n',
+        ")\n",
+        ", ",
+        "done",
+        "{$",
+        "hotel",
+        "_id",
+        "Oslo",
+        "2026",
+        "-03-",
+        "example.com",
+    )
+]
+
+
+class WishfulModel:
+    """A `LanguageModel` that prefers, at every point, the longest token continuing its wish.
+    Where the decoder made it write something else, it picks the wish up again where the end
+    of what was written (three bytes, or a closing quote, bracket, comma or line) comes next."""
+
+    def __init__(self, wish: str) -> None:
+        self.vocab = Vocabulary(PIECES)
+        self.wish = (PLAN + wish).encode()
+        self.context = b""
+        self.at = 0  # how far into the wish the context has come
+        self.longest = max(map(len, PIECES))
+
+    def tokenize(self, text: bytes, *, special: bool) -> list[int]:
+        tokens, at = [], 0
+        while at < len(text):
+            size = next(
+                n
+                for n in range(min(self.longest, len(text) - at), 0, -1)
+                if text[at : at + n] in self.vocab.ids
+            )
+            tokens.append(self.vocab.ids[text[at : at + size]])
+            at += size
+        return tokens
+
+    def eval(self, tokens: Sequence[int]) -> None:
+        for token in tokens:
+            piece = self.vocab.pieces[token]
+            self.context += piece
+            if self.at == 0:  # still reading the prompt: the wish starts after it
+                self.at = len(PLAN) if self.context.endswith(PLAN.encode()) else 0
+            elif self.wish.startswith(piece, self.at):
+                self.at += len(piece)
+            else:
+                self._pick_up()
+
+    def _pick_up(self) -> None:
+        structural = self.context[-1:] in (b'"', b")", b",", b"]", b"\n")
+        for size in range(min(len(self.context), 24), 0 if structural else 2, -1):
+            found = self.wish.find(self.context[-size:], self.at)
+            if found >= 0:
+                self.at = found + size
+                return
+
+    def logits(self) -> Logits:
+        """Tokens that continue the wish score their length; where that is not allowed, its
+        next preference is a token that starts one of the wish's later lines."""
+        rest = self.wish[self.at :]
+        later = rest.split(b"\n")[1:]
+        scores = np.full(len(self.vocab.pieces), -10.0, dtype=np.float32)
+        for token, piece in enumerate(self.vocab.pieces):
+            if piece and rest.startswith(piece):
+                scores[token] = len(piece)
+            elif piece and any(line.startswith(piece) for line in later):
+                scores[token] = 0.5
+        return scores
+
+
+def plan(request: str, wish: str, *, abstain_margin: float | None = None) -> list[Step]:
+    """The steps the decoder lets a model that wishes `wish` write for `request`."""
+    model = WishfulModel(wish)
+    decoder = PlanDecoder(
+        model,
+        model.vocab,
+        CATALOGUE,
+        today=TODAY,
+        request=request,
+        abstain_margin=abstain_margin,
+    )
+    return decoder.decode(f"Request: {request}{PLAN}", on_step=lambda _: None)
+
+
+def test_a_plan_whose_every_value_is_grounded_is_written_as_the_model_prefers() -> None:
+    steps = plan(
+        "What's the weather in Oslo on 2026-03-05?",
+        '1. get_weather(city="Oslo", date="2026-03-05")\ndone',
+    )
+    assert steps == [Step(1, "get_weather", {"city": "Oslo", "date": "2026-03-05"})]
+
+
+def test_an_email_address_is_one_the_request_names() -> None:
+    steps = plan(
+        "Email 'All good' to ann@example.com",
+        '1. send_email(to="bob@evil.example", subject="All good", body="All good")\ndone',
+    )
+    assert [step.args["to"] for step in steps] == ["ann@example.com"]
+
+
+def test_a_step_that_needs_an_address_nobody_gave_ends_the_plan() -> None:
+    steps = plan(
+        "Send an email saying hi",
+        '1. send_email(to="someone@example.com", subject="Hi", body="hi")\ndone',
+    )
+    assert steps == []
+
+
+def test_a_path_is_one_the_request_spells_out() -> None:
+    steps = plan("Read /srv/notes/a.txt please", '1. read_file(path="/etc/passwd")\ndone')
+    assert [step.args for step in steps] == [{"path": "/srv/notes/a.txt"}]
+
+
+def test_an_identifier_is_a_code_the_request_gives() -> None:
+    steps = plan(
+        "Which tier is customer C-20417 on?", '1. lookup_customer(customer_id="C-99999")\ndone'
+    )
+    assert [step.args for step in steps] == [{"customer_id": "C-20417"}]
+
+
+def test_a_value_documented_to_come_from_a_tool_waits_for_that_tool() -> None:
+    request = "Book the Grand in Paris for 2 nights from 2026-03-05"
+    alone = plan(request, '1. book_hotel(hotel_id="grand", check_in="2026-03-05", nights=2)\ndone')
+    assert alone  # not offered, rather than begun and abandoned (which ends the plan)
+    assert alone[0].tool != "book_hotel"
+    steps = plan(
+        request,
+        '1. search_hotels(city="Paris", check_in="2026-03-05", nights=2)\n'
+        "2. book_hotel(hotel_id=$1.hotels.0.price_per_night, check_in=$1.hotels.0.name, "
+        "nights=2)\ndone",
+    )
+    assert [step.tool for step in steps] == ["search_hotels", "book_hotel"]
+    # a reference goes only to a field of the source tool that can be the thing asked for
+    assert re.fullmatch(r"\$1\.hotels\.\d\.hotel_id", steps[1].args["hotel_id"])
+
+
+def test_a_currency_code_is_one_that_exists() -> None:
+    steps = plan(
+        "Convert 100 RMB to euros",
+        '1. convert_currency(amount=100, from_currency="RMB", to_currency="EUR")\ndone',
+    )
+    codes = grounding.standard_codes({"description": "ISO 4217 currency code"})
+    assert steps[0].args["from_currency"] in codes
+    assert steps[0].args["from_currency"] != "RMB"
+    assert steps[0].args["to_currency"] == "EUR"
+
+
+def test_a_date_is_a_real_calendar_day() -> None:
+    steps = plan("Weather in Oslo on the 30th", '1. get_weather(city="Oslo", date="2026-02-30")\n')
+    day = steps[0].args["date"]
+    assert day in grounding.calendar_dates(TODAY)
+    assert day.startswith("2026-0")
+
+
+def test_an_optional_number_the_request_never_states_is_left_out() -> None:
+    steps = plan(
+        "Summarize 'The quick brown fox jumps over the lazy dog'",
+        '1. summarize_text(text="The quick brown fox jumps over the lazy dog", max_words=50)\ndone',
+    )
+    assert steps[0].args == {"text": "The quick brown fox jumps over the lazy dog"}
+    stated = plan(
+        "Summarize 'The quick brown fox' in 5 words",
+        '1. summarize_text(text="The quick brown fox", max_words=5)\ndone',
+    )
+    assert stated[0].args["max_words"] == 5
+
+
+def test_the_plan_goes_on_while_an_address_the_user_gave_is_unused() -> None:
+    steps = plan(
+        "Look up customer C-1 and email their tier to a@example.com",
+        '1. lookup_customer(customer_id="C-1")\ndone\n'
+        '2. send_email(to="a@example.com", subject="Tier", body="Tier: {$1.tier}")\ndone',
+    )
+    assert [step.tool for step in steps] == ["lookup_customer", "send_email"]
+    assert steps[1].args["to"] == "a@example.com"
+    assert "{$1.tier}" in steps[1].args["body"]  # an embedded reference the model opened
+
+
+def test_a_repeated_call_ends_the_plan() -> None:
+    call = 'get_weather(city="Oslo", date="2026-03-05")\n'
+    steps = plan("Weather in Oslo on 2026-03-05", f"1. {call}2. {call}done")
+    assert len(steps) == 1
+
+
+def test_a_call_made_again_on_its_own_output_ends_the_plan() -> None:
+    steps = plan(
+        "Summarize /a.txt",
+        '1. read_file(path="/a.txt")\n2. summarize_text(text=$1.content)\n'
+        "3. summarize_text(text=$2.summary)\ndone",
+    )
+    assert [step.tool for step in steps] == ["read_file", "summarize_text"]
+
+
+def test_a_weak_preference_for_any_step_is_an_empty_plan() -> None:
+    chat = plan("Tell me a joke", "done", abstain_margin=0.5)
+    assert chat == []
+    weather = plan(
+        "Weather in Oslo on 2026-03-05",
+        '1. get_weather(city="Oslo", date="2026-03-05")\ndone',
+        abstain_margin=0.5,
+    )
+    assert [step.tool for step in weather] == ["get_weather"]
+
+
+def test_dates_are_chosen_among_real_days_around_today() -> None:
+    days = grounding.calendar_dates(date(2026, 3, 2))
+    assert (days[0], days[-1]) == ("2024-01-01", "2029-12-31")
+    assert "2028-02-29" in days
+    assert "2026-02-29" not in days
+    assert "2026-02-30" not in days
+
+
+def test_common_prefixes_end_on_whole_characters() -> None:
+    assert _common_prefix([b"1. get_weather(", b"1. get_time("]) == b"1. get_"
+    assert _common_prefix(["é1".encode(), "é2".encode()]) == "é".encode()
+    assert _common_prefix(["é".encode(), "ê".encode()]) == b""  # same first byte, not same char
+    assert _common_prefix([b"done", b"1. x("]) == b""
+
+
+def test_a_saved_vocabulary_loads_back_and_a_broken_file_is_rebuilt(tmp_path: Path) -> None:
+    vocab = Vocabulary([b"", b'"', b"2026", b"-", b"EUR", b" {$", b"Paris", b'",'])
+    path = tmp_path / "vocab" / "v.npz"
+    vocab.save(path)
+    loaded = Vocabulary.load(path)
+    assert loaded is not None
+    assert loaded.pieces == vocab.pieces
+    assert {k: v.tolist() for k, v in loaded.masks.items()} == {
+        k: v.tolist() for k, v in vocab.masks.items()
+    }
+    assert loaded.masks["opener"].tolist() == [False] * 5 + [True, False, False]
+    assert loaded.starting_with(b'"') == [1, 7]
+    path.write_bytes(path.read_bytes()[:100])  # torn write: load says so, the caller rebuilds
+    assert Vocabulary.load(path) is None
+
+
+def test_grounded_values_come_from_the_request_or_a_result_of_the_same_format() -> None:
+    tools = {tool.tool_name: tool for tool in CATALOGUE}
+    email = {"type": "string", "format": "email"}
+    assert field_paths(tools["lookup_customer"].returns, email) == [".email"]
+    assert ".check_in" in field_paths(
+        tools["book_hotel"].returns, {"type": "string", "format": "date"}
+    )
+    assert ".hotel_name" not in field_paths(
+        tools["book_hotel"].returns, {"format": "date", "type": "string"}
+    )
+    request = "Email anna.berg@example.com. Then 发邮件给 wang.fang@example.cn。"
+    assert grounding.EMAIL.findall(request) == ["anna.berg@example.com", "wang.fang@example.cn"]
+
+
+def test_what_a_request_gives_is_found_and_measures_are_not_codes() -> None:
+    request = (
+        "Look up customer C-20417 and put a 30-minute call at 15:00 on 2026-03-02 titled "
+        "'Renewal', then email 3,200 NOK at 12.5 % to a.b@example.com and save it to "
+        "/data/out/c.txt. It's the users' call."
+    )
+    assert grounding.givens(request) == [
+        "Renewal",
+        "a.b@example.com",
+        "/data/out/c.txt",
+        "C-20417",
+        "30",
+        "3200",
+        "12.5",
+    ]
+    assert grounding.givens("生成一份标题为「2026年制度摘要」的报告") == ["2026年制度摘要"]
+
+
+def test_a_call_made_again_on_its_own_output_is_recognised() -> None:
+    read = Step(1, "read_file", {"path": "/a.txt"})
+    summary = Step(2, "summarize_text", {"text": "$1.content", "max_words": 50})
+    again = Step(3, "summarize_text", {"text": "$2.summary", "max_words": 50})
+    shorter = Step(3, "summarize_text", {"text": "$2.summary", "max_words": 10})
+    converted = Step(
+        1, "convert_currency", {"amount": 200, "from_currency": "GBP", "to_currency": "EUR"}
+    )
+    onward = Step(
+        2, "convert_currency", {"amount": "$1.amount", "from_currency": "EUR", "to_currency": "USD"}
+    )
+    assert grounding.reapplies(again, [read, summary])
+    assert not grounding.reapplies(shorter, [read, summary])
+    assert not grounding.reapplies(summary, [read])
+    assert not grounding.reapplies(onward, [converted])
+
+
+def test_sources_and_standard_codes_are_read_from_the_catalogue() -> None:
+    tools = {tool.tool_name: tool for tool in CATALOGUE}
+    hotel_id = tools["book_hotel"].parameters["properties"]["hotel_id"]
+    assert grounding.source_of(hotel_id, tools, "book_hotel") == "search_hotels"
+    assert grounding.source_of({"description": "Customer id."}, tools, "lookup_customer") is None
+    currency = tools["convert_currency"].parameters["properties"]["to_currency"]
+    codes = grounding.standard_codes(currency)
+    assert {"CNY", "NOK", "USD"} <= set(codes)
+    assert "RMB" not in codes
+    assert grounding.standard_codes({"description": "IATA airport code."}) == []
+
+
+def test_the_fake_model_spells_any_text() -> None:
+    model = WishfulModel("x")
+    text = "Weather in 北京\non 2026-03-05".encode()
+    assert b"".join(model.vocab.pieces[t] for t in model.tokenize(text, special=False)) == text
