@@ -1,5 +1,6 @@
 """The package as a user installs it: a wheel built from this checkout, in a fresh virtual
-environment with no extras, running the commands a newcomer runs first."""
+environment with no extras, running the commands a newcomer runs first. What needs an extra
+says which, in one line, with exit code 2 and no traceback."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+OPENAI = "http://127.0.0.1:9/v1"  # never reached: the missing extra is said first
 
 
 @pytest.fixture(scope="module")
@@ -78,3 +80,41 @@ def test_bench_says_it_needs_a_source_checkout(installed: Path, tmp_path: Path) 
     assert done.returncode == 2
     assert "source checkout" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "extra"),
+    [
+        (["run", "What's the weather in Tokyo?"], "embedded"),
+        (["serve", "--planner", "scripted", "--port", "0"], "server"),
+        (["assess", str(ROOT / "examples" / "assess" / "source-guide.toml")], "assess"),
+        (["eval", "bfcl", "--limit", "1"], "embedded"),
+        (["run", "--planner", "openai", "--base-url", OPENAI, "--model", "x", "hi"], "remote"),
+    ],
+)
+def test_a_command_that_needs_an_extra_names_it(
+    installed: Path, tmp_path: Path, args: list[str], extra: str
+) -> None:
+    done = run(installed, tmp_path, *args)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert f"pip install 'ember-agent[{extra}]'" in lines[0]
+    assert "Traceback" not in done.stderr
+
+
+def test_the_default_planner_names_the_alternatives(installed: Path, tmp_path: Path) -> None:
+    done = run(installed, tmp_path, "run", "What's the weather in Tokyo?")
+    assert "--planner scripted" in done.stderr
+    assert "--planner openai" in done.stderr
+
+
+def test_doctor_says_which_extras_are_missing(installed: Path, tmp_path: Path) -> None:
+    import json
+
+    done = run(installed, tmp_path, "doctor", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert {row["extra"]: row["installed"] for row in report["extras"]}["server"] is False
+    assert all("not installed" in row["state"] for row in report["models"])
+    assert report["data"][0]["path"] == str(tmp_path / "ember.db")

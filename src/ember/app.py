@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from ember.config import PlannerSettings, Settings
 from ember.errors import PlannerError
+from ember.extras import require
 
 if TYPE_CHECKING:
     from ember.executor import Runtime
@@ -68,6 +69,7 @@ def build_planner(
 
         return ScriptedPlanner(load_script(settings.script) if settings.script else DEMO_SCRIPT)
     if settings.backend == "openai":
+        require("the openai planner", "httpx")
         from ember.planner.openai import OpenAIPlanner
 
         if not settings.base_url or not settings.model:
@@ -78,6 +80,14 @@ def build_planner(
         return OpenAIPlanner(
             settings.base_url, settings.model, response_format=settings.response_format
         )
+    require(
+        "the llama planner (ember's default)",
+        "numpy",
+        "llama_cpp",
+        "pycountry",
+        hint="or plan with --planner scripted (fixed demo plans) or --planner openai "
+        "(an OpenAI-compatible server)",
+    )
     from ember.planner.llama import LlamaPlanner
 
     if say is not None:

@@ -12,7 +12,7 @@ import msgspec
 
 from ember.assess.compute import FIT_RULE, fit, risk_band, sensitivity, tco
 from ember.assess.model import DIMENSIONS, Scenario
-from ember.errors import UserError
+from ember.extras import require
 
 __all__ = ["build_report", "heatmap", "render_html", "render_terminal"]
 
@@ -109,14 +109,13 @@ def _rich_colour(band: str) -> str:
 
 def heatmap(report: dict[str, Any], path: Path | None = None, *, fmt: str = "png") -> bytes:
     """Candidates x risks, coloured by band, as PNG or SVG bytes (written to `path` if given)."""
-    try:
-        import matplotlib
+    require("the heatmap", "matplotlib")
+    import matplotlib
 
-        matplotlib.use("Agg")
-        from matplotlib import pyplot as plt
-        from matplotlib.colors import ListedColormap
-    except ImportError:
-        raise UserError('the heatmap needs matplotlib: pip install -e ".[assess]"') from None
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+    from matplotlib.colors import ListedColormap
+
     risks = report["risks"]
     names = [c["name"] for c in report["candidates"]]
     scored = [[c["risks"].get(r) for c in report["candidates"]] for r in risks]

@@ -34,11 +34,18 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     from ember.errors import EmberError, EmberInternalError, UserError
+    from ember.extras import missing
 
     try:
         code: int = args.handler(args)
     except UserError as exc:
         print(f"ember: {exc}", file=sys.stderr)
+        return 2
+    except (ModuleNotFoundError, BaseExceptionGroup) as exc:
+        extra = missing(exc, f"ember {args.command}")
+        if extra is None:
+            raise
+        print(f"ember: {extra}", file=sys.stderr)
         return 2
     except EmberError as exc:
         if isinstance(exc, EmberInternalError):
@@ -61,7 +68,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--config", help="tool sources and settings (default: ./ember.toml, or $EMBER_CONFIG)"
     )
-    commands = parser.add_subparsers(title="commands", metavar="COMMAND")
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND", dest="command")
 
     _add_run_command(commands)
     _add_serve_command(commands)
@@ -70,6 +77,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_eval_command(commands)
     _add_bench_command(commands)
     _add_assess_command(commands)
+    _add_doctor_command(commands)
     return parser
 
 
@@ -279,6 +287,18 @@ def _add_assess_command(commands: Any) -> None:
     assess.add_argument("--png", help="write the risk heatmap as PNG here")
     assess.add_argument("--svg", help="write the risk heatmap as SVG here")
     assess.set_defaults(handler=_command("measure", "assess"))
+
+
+def _add_doctor_command(commands: Any) -> None:
+    doctor = commands.add_parser(
+        "doctor", help="which extras and models are installed; where the journal and caches are"
+    )
+    _db_option(doctor)
+    doctor.add_argument(
+        "--verify", action="store_true", help="check the assembled models' SHA-256 again"
+    )
+    doctor.add_argument("--json", action="store_true", help="print the report as JSON")
+    doctor.set_defaults(handler=_command("doctor", "doctor"))
 
 
 def _command(module: str, name: str) -> Callable[[argparse.Namespace], int]:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ember.errors import PlanError, PlannerError, UserError
+from ember.extras import require
 from ember.measure.planner_eval import latency_summary, plan_timed
 from ember.plan import Step
 from ember.planner.base import Planner, PlanningTask
@@ -32,15 +33,15 @@ from ember.tools.descriptor import ToolDescriptor
 __all__ = ["CATEGORIES", "Checker", "evaluate_bfcl", "load_category", "oracle_output"]
 
 CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
-INSTALL = "pip install --no-deps bfcl-eval==2026.3.23 filelock mpmath"
 TODAY = date(2026, 1, 5)  # BFCL questions name their dates; a fixed one keeps runs comparable
 _TYPES = {"dict": "object", "float": "number", "tuple": "array", "any": "string"}
 
 
 def _package_dir() -> Path:
+    require("ember eval bfcl", "bfcl_eval", "filelock", "mpmath")
     spec = importlib.util.find_spec("bfcl_eval")
-    if spec is None or not spec.submodule_search_locations:
-        raise UserError(f"ember eval bfcl needs BFCL's data and checker: run `{INSTALL}`")
+    assert spec is not None
+    assert spec.submodule_search_locations
     return Path(next(iter(spec.submodule_search_locations)))
 
 

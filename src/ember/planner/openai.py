@@ -93,12 +93,8 @@ class OpenAIPlanner:
 
     def _http(self) -> Any:
         if self._client is None:
-            try:
-                import httpx
-            except ImportError:
-                raise PlannerError(
-                    'the openai planner needs httpx: pip install -e ".[remote]"'
-                ) from None
+            import httpx
+
             self._client = httpx.AsyncClient(timeout=self.timeout_s)
         return self._client
 

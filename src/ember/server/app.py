@@ -33,6 +33,7 @@ import msgspec
 
 from ember.app import open_runtime, run_exporters
 from ember.errors import EmberError, RunNotFoundError, UserError
+from ember.extras import require
 from ember.journal import run_document
 
 if TYPE_CHECKING:
@@ -142,14 +143,10 @@ def create_app(settings: Settings, *, ready: Callable[[], None] | None = None) -
     """The ASGI app over ember as `settings` configure it. Its lifespan opens the runtime
     inside the server's event loop, gets the planner ready, resumes interrupted runs, then calls
     `ready`."""
-    try:
-        from starlette.applications import Starlette
-        from starlette.routing import Route
-    except ImportError:
-        raise UserError(
-            'ember serve needs the server extra: run `pip install -e ".[server]"` (or '
-            "`scripts/install`)"
-        ) from None
+    require("ember serve", "starlette", "uvicorn", "prometheus_client")
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+
     exporters = run_exporters(settings)
     api = _RunApi(exporters.metrics)
 
@@ -191,6 +188,7 @@ def create_app(settings: Settings, *, ready: Callable[[], None] | None = None) -
 
 def serve(settings: Settings, *, host: str = "127.0.0.1", port: int = 8321) -> None:
     """Serve until SIGINT/SIGTERM; queued spans are sent before it returns."""
+    require("ember serve", "starlette", "uvicorn", "prometheus_client")
     import uvicorn
 
     def ready() -> None:

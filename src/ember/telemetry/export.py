@@ -12,9 +12,9 @@ traces its side joins the same trace.
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+from typing import Any
 
-from ember.errors import UserError
+from ember.extras import require
 from ember.journal import Event, RunDone
 from ember.telemetry.trace import trace_id
 
@@ -45,21 +45,13 @@ LAYER_BUCKETS_S = (
 )
 
 
-def _need(module: str, extra: str) -> NoReturn:
-    raise UserError(
-        f'{module} is not installed: run `pip install -e ".[{extra}]"` (or '
-        "`scripts/install`, which installs every extra)"
-    )
-
-
 class LayerMetrics:
     """Prometheus histograms of L1-L4 per finished run, steps by tool, runs by status."""
 
     def __init__(self) -> None:
-        try:
-            from prometheus_client import CollectorRegistry, Counter, Histogram
-        except ImportError:
-            _need("prometheus-client", "server")
+        require("Prometheus metrics", "prometheus_client")
+        from prometheus_client import CollectorRegistry, Counter, Histogram
+
         self.registry = CollectorRegistry()
         self.layers = Histogram(
             "ember_layer_seconds",
@@ -100,14 +92,12 @@ class SpanExport:
     plan (L1) and each step (L2, with its L3 journal time as an attribute) beneath it."""
 
     def __init__(self, endpoint: str, *, service_name: str = "ember") -> None:
-        try:
-            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-            from opentelemetry.sdk.resources import Resource
-            from opentelemetry.sdk.trace import TracerProvider
-            from opentelemetry.sdk.trace.export import BatchSpanProcessor
-            from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
-        except ImportError:
-            _need("opentelemetry-sdk and its OTLP exporter", "otel")
+        require("OTLP spans", "opentelemetry")
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+        from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
 
         class RunIds(IdGenerator):
             """ember's ids where it has them (set before each span), random otherwise."""

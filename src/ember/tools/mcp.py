@@ -16,7 +16,8 @@ import contextlib
 import json
 from typing import Any
 
-from ember.errors import ToolCallError, ToolDefinitionError
+from ember.errors import ToolCallError
+from ember.extras import require
 from ember.tools.descriptor import ToolDescriptor
 from ember.tools.transport import ToolResult
 from ember.tools.wire import descriptor_from_mcp
@@ -37,10 +38,9 @@ class _McpTransport:
         raise NotImplementedError
 
     async def __aenter__(self) -> Any:
-        try:
-            from mcp import ClientSession
-        except ImportError:
-            raise ToolDefinitionError('MCP servers need the SDK: pip install -e ".[mcp]"') from None
+        require("tools from MCP servers", "mcp")
+        from mcp import ClientSession
+
         self._stack = contextlib.AsyncExitStack()
         streams = await self._stack.enter_async_context(self._streams())
         self._session = await self._stack.enter_async_context(ClientSession(streams[0], streams[1]))
