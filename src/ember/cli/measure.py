@@ -65,6 +65,9 @@ def eval_planner(args: argparse.Namespace) -> int:
         f"\nTTFT median {latency['ttft']['median']} s, p90 {latency['ttft']['p90']} s; "
         f"plan median {latency['plan']['median']} s, p90 {latency['plan']['p90']} s"
     )
+    if "passes" in summary:
+        passes = summary["passes"]
+        print(f"model passes a plan: median {passes['median']}, p90 {passes['p90']}")
     for task_id, error in summary["planner_errors"].items():
         print(f"  {task_id}: planner error: {error}")
     return 0

@@ -21,7 +21,7 @@ import msgspec
 from ember.errors import PlanError, PlannerError, UserError
 from ember.measure import scoring
 from ember.plan import Step
-from ember.planner.base import FirstToken, Planner, PlanningTask
+from ember.planner.base import FirstToken, Planner, PlanningTask, PlanStats
 from ember.tools.descriptor import ToolDescriptor
 
 __all__ = ["evaluate_planner", "latency_summary", "load_tasks", "plan_timed"]
@@ -61,6 +61,7 @@ async def evaluate_planner(
     plan_s: list[float] = []
     failures: dict[str, str] = {}
     margins: dict[str, float | None] = {}
+    passes: dict[str, int | None] = {}
     for index, task in enumerate(tasks, start=1):
         planning = PlanningTask(
             task["request"], date.fromisoformat(task["today"]), tuple(catalogue)
@@ -71,8 +72,9 @@ async def evaluate_planner(
         except (PlannerError, PlanError) as exc:
             failures[task["id"]] = str(exc)
             steps = []
-        if hasattr(planner, "last_margin"):
+        if isinstance(planner, PlanStats):
             margins[task["id"]] = planner.last_margin
+            passes[task["id"]] = planner.last_passes
         progress(f"  {index}/{len(tasks)} {task['id']}: {len(steps)} step(s) in {plan_s[-1]:.2f} s")
     catalog = {d.tool_name: d.to_json() for d in catalogue}
     summary = scoring.score(tasks, predictions, catalog)
@@ -82,6 +84,9 @@ async def evaluate_planner(
     summary["predictions"] = predictions
     if margins:  # the embedded planner's first-choice margins: to calibrate its abstain margin
         summary["first_choice_margin"] = margins
+    if passes:  # model passes after the request, per task, and their median and p90
+        summary["model_passes"] = passes
+        summary["passes"] = _stats([float(n) for n in passes.values() if n is not None])
     return summary
 
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from datetime import date
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import msgspec
 
 from ember.plan import Step
 from ember.tools.descriptor import ToolDescriptor
 
-__all__ = ["FirstToken", "PlanEvent", "Planner", "PlanningTask"]
+__all__ = ["FirstToken", "PlanEvent", "PlanStats", "Planner", "PlanningTask"]
 
 
 class PlanningTask(msgspec.Struct, frozen=True):
@@ -45,3 +45,13 @@ class Planner(Protocol):
         """Get ready to plan over `task.catalogue` (load a model, read a prompt prefix), so the
         first request does not pay for it; blocking (run it in a thread). May do nothing."""
         ...
+
+
+@runtime_checkable
+class PlanStats(Protocol):
+    """What a planner that runs a model in process can tell about its last plan (for
+    `ember eval planner`): the forward passes it took after reading the request, and the first
+    choice's margin (the logit of a step over that of `done`)."""
+
+    last_passes: int | None
+    last_margin: float | None

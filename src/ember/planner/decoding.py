@@ -128,6 +128,11 @@ class PlanDecoder:
             on_step(step)
         return steps
 
+    @property
+    def passes(self) -> int:
+        """Forward passes of the model so far, after the one that read the request."""
+        return max(0, self._cursor.passes - 1)
+
     def _abstains(self, step: str, done: str) -> bool:
         """Whether the model's logit for starting `step` exceeds its logit for `done` by less
         than the abstain margin. Small models prefer some tool for almost any request; how

@@ -88,6 +88,7 @@ class LlamaPlanner:
         self.typed_session: str | None = None  # whose typed-ahead request the cache holds
         self.reused_tokens = 0  # of the last plan's request, how many were already read
         self.last_margin: float | None = None  # the last plan's first-choice margin
+        self.last_passes: int | None = None  # the last plan's model passes after the request
 
     def _load(self) -> Any:
         if self._llm is None:
@@ -281,6 +282,7 @@ class LlamaPlanner:
                 self._kv_end = llm.n_tokens
                 self.typed_session = None
                 self.last_margin = decoder.first_margin
+                self.last_passes = decoder.passes
 
     async def plan(self, task: PlanningTask) -> AsyncIterator[PlanEvent]:
         loop = asyncio.get_running_loop()
