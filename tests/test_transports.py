@@ -234,7 +234,7 @@ def test_fuzzed_messages_always_get_a_well_formed_answer(raw: bytes) -> None:
 
 def test_async_tools_run_as_jobs_and_reattach_after_a_runtime_restart(host: Host) -> None:
     from ember.journal import StepJob, fold, idempotency_key
-    from ember.telemetry.trace import traceparent
+    from ember.telemetry.trace import trace_id, traceparent
 
     journal = MemoryJournal()
 
@@ -257,10 +257,10 @@ def test_async_tools_run_as_jobs_and_reattach_after_a_runtime_restart(host: Host
     first, handle, again, waited = asyncio.run(main())
     assert first.status is RunStatus.SUCCEEDED
     assert first.steps[0].result == {"path": "/reports/q1.md"}
-    assert first.steps[1].result == {"traceparent": traceparent("r-j", 2)}
+    assert first.steps[1].result == {"traceparent": traceparent(trace_id("r-j"), 2)}
     done = next(e for e in journal.events if type(e).__struct_config__.tag == "run.done")
     spans = {s["name"]: s["attrs"] for s in done.spans if s["layer"] == "L2"}  # type: ignore[attr-defined]
-    assert spans["step 2 trace"]["traceparent"] == traceparent("r-j", 2)  # the same trace
+    assert spans["step 2 trace"]["traceparent"] == traceparent(trace_id("r-j"), 2)  # the same trace
     assert [e.handle for e in journal.events if isinstance(e, StepJob)] == [
         fold("r-j", journal.events).steps[1].job
     ]

@@ -19,7 +19,7 @@ import asyncio
 import contextvars
 import random
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from concurrent.futures import Executor
 from typing import Any
 
@@ -107,6 +107,8 @@ class RunExecution:
             rng=rng or random.Random(),
         )
         self._calls: dict[_CallKey, asyncio.Future[ToolResult]] = {}  # duplicate guard
+        self._results = _Results(self.steps)
+        self._first_call = CallContext(run_id)  # a call the journal knows nothing about yet
         self._group: asyncio.TaskGroup | None = None
 
     def outcome(self) -> Outcome:
@@ -265,7 +267,7 @@ class RunExecution:
         persist = self_s = 0.0
         record = self.recorded.steps.get(step.id) if self.recorded else None
         try:
-            args = self.steps[step.id].args = resolve(step.args, self._results())
+            args = self.steps[step.id].args = resolve(step.args, self._results)
             registered = self.registry.get(step.tool)
             registered.validate(args)
             interrupted = record is not None and record.intent_args is not None
@@ -276,7 +278,11 @@ class RunExecution:
                     f"{step.tool} called with {record.intent_args}",
                     f"{step.tool} called with {args}",
                 )
-            context = CallContext(self.run_id, interrupted, record.decision if record else None)
+            context = (
+                CallContext(self.run_id, interrupted, record.decision)
+                if record is not None
+                else self._first_call
+            )
             ruling = decide(step, registered.descriptor, args, context)
             if ruling.verdict is not Verdict.RUN:
                 self._hold(step, args, ruling.verdict, ruling.reason, record)
@@ -302,11 +308,6 @@ class RunExecution:
         else:
             self._succeed(step.id, outcome, (clock() - started) * 1000)
         self.recorder.step(step.id, step.tool, started, self_s, persist)
-
-    def _results(self) -> dict[int, Any]:
-        return {
-            i: run.result for i, run in self.steps.items() if run.status is StepStatus.SUCCEEDED
-        }
 
     def _hold(
         self,
@@ -367,7 +368,7 @@ class RunExecution:
             self.wall,
             self.sleep,
             self.pool,
-            traceparent(self.run_id, step.id),
+            traceparent(self.recorder.trace, step.id),
         )
         job = record.job if record is not None else None
         try:
@@ -396,6 +397,25 @@ class RunExecution:
         run.status, run.error, run.ms = StepStatus.FAILED, error, ms
         self.journal.append_soon(StepFailed(self.run_id, self.wall(), step_id, error, ms))
         self._apply(*self.graph.finish(step_id, False))
+
+
+class _Results(Mapping[int, Any]):
+    """The results of the steps that succeeded, by step id: what references resolve to."""
+
+    def __init__(self, steps: dict[int, StepRun]) -> None:
+        self._steps = steps
+
+    def __getitem__(self, step_id: int) -> Any:
+        run = self._steps[step_id]
+        if run.status is not StepStatus.SUCCEEDED:
+            raise KeyError(step_id)
+        return run.result
+
+    def __iter__(self) -> Iterator[int]:
+        return (i for i, run in self._steps.items() if run.status is StepStatus.SUCCEEDED)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 def _call_key(tool: str, args: dict[str, Any]) -> _CallKey:

@@ -53,6 +53,8 @@ _RUN = Ruling(Verdict.RUN)
 
 def decide(step: Step, tool: ToolDescriptor, args: dict[str, Any], context: CallContext) -> Ruling:
     """The ruling on calling `tool` with `args` (resolved and validated) for `step` now."""
+    if tool.risk is not Risk.HIGH and not context.interrupted:
+        return _RUN  # the common case, decided before any text is made
     where = f"step {step.id} ({step.tool})"
     if tool.risk == Risk.HIGH:
         if context.decision is Decision.DENY:

@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from ember.telemetry.trace import traceparent
+from ember.telemetry.trace import trace_id, traceparent
 
 __all__ = ["LATENCY_KEYS", "LatencyRecorder", "Span"]
 
@@ -40,7 +40,7 @@ class LatencyRecorder:
 
     def __init__(self, clock: Callable[[], float] = time.perf_counter, run_id: str = "") -> None:
         self.clock = clock
-        self.run_id = run_id  # step spans carry the run's W3C trace context
+        self.trace = trace_id(run_id) if run_id else ""  # step spans carry the run's trace
         self.start = clock()
         self.spans: list[Span] = []
         self._ttft: float | None = None
@@ -84,7 +84,7 @@ class LatencyRecorder:
                     "tool": tool,
                     "tool_ms": self_s * 1000,
                     "persist_ms": persist_s * 1000,
-                    "traceparent": traceparent(self.run_id, step_id) if self.run_id else "",
+                    "traceparent": traceparent(self.trace, step_id) if self.trace else "",
                 },
             )
         )

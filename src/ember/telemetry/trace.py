@@ -17,6 +17,7 @@ def trace_id(run_id: str) -> str:
     return hashlib.sha256(run_id.encode()).hexdigest()[:32]
 
 
-def traceparent(run_id: str, step_id: int) -> str:
-    """The W3C `traceparent` of a step: the run is the trace, the step id the span id."""
-    return f"00-{trace_id(run_id)}-{step_id:016x}-01"
+def traceparent(trace: str, step_id: int) -> str:
+    """The W3C `traceparent` of a step of the run whose `trace_id` is `trace`: the run is the
+    trace, the step id the span id."""
+    return f"00-{trace}-{step_id:016x}-01"
