@@ -291,15 +291,19 @@ def test_what_a_request_gives_is_found_and_measures_are_not_codes() -> None:
         "/data/out/c.txt. It's the users' call."
     )
     assert grounding.givens(request) == [
-        "Renewal",
-        "a.b@example.com",
-        "/data/out/c.txt",
-        "C-20417",
-        "30",
-        "3200",
-        "12.5",
+        ("Renewal",),
+        ("a.b@example.com",),
+        ("/data/out/c.txt",),
+        ("C-20417",),
+        ("30",),
+        ("3200",),
+        ("12.5",),
     ]
-    assert grounding.givens("生成一份标题为「2026年制度摘要」的报告") == ["2026年制度摘要"]
+    assert grounding.givens("生成一份标题为「2026年制度摘要」的报告") == [("2026年制度摘要",)]
+    # numbers in words or with a unit, in each form a plan may use them; none inside quotes
+    spoken = "Block two hours for 'three tasks', then three hundred and fifty USD, the two cities"
+    assert grounding.givens(spoken) == [("three tasks",), ("2", "120"), ("350",)]
+    assert grounding.stated_numbers(spoken) == {2, 120, 350}
 
 
 def test_a_call_made_again_on_its_own_output_is_recognised() -> None:
@@ -335,3 +339,33 @@ def test_the_fake_model_spells_any_text() -> None:
     model = WishfulModel("x")
     text = "Weather in 北京\non 2026-03-05".encode()
     assert b"".join(model.vocab.pieces[t] for t in model.tokenize(text, special=False)) == text
+
+
+def test_a_number_in_words_or_with_a_unit_may_be_used_in_any_of_its_forms() -> None:
+    request = "Block out two hours on 2026-03-05 for 'Tax review'"
+    steps = plan(
+        request,
+        '1. create_calendar_event(title="Tax review", date="2026-03-05", duration_minutes=120)\n'
+        "done",
+    )
+    assert steps[0].args["duration_minutes"] == 120  # stated, as two hours: kept
+    assert len(steps) == 1  # and "two" counts as used: the plan may end
+
+
+def test_a_plan_made_to_go_on_stops_after_two_steps_that_use_nothing_given() -> None:
+    # 7731 is given and a tool could take a number, but the model wants to stop after each
+    # step, and none of the steps it writes instead uses it
+    weather = 'get_weather(city="{}", date="2026-03-05")\ndone\n'
+    wish = '1. lookup_customer(customer_id="C-1")\ndone\n' + "".join(
+        f"{n}. " + weather.format(city) for n, city in enumerate(["Oslo", "Rome", "Lima"], 2)
+    )
+    steps = plan("Look up customer C-1, my PIN is 7731", wish)
+    assert [step.args.get("city") for step in steps] == [None, "Oslo", "Rome"]
+
+
+def test_an_optional_address_nobody_gave_is_left_out() -> None:
+    steps = plan(
+        "Which tier is customer C-20417 on?",
+        '1. lookup_customer(customer_id="C-20417", email="c20417@example.com")\ndone',
+    )
+    assert steps == [Step(1, "lookup_customer", {"customer_id": "C-20417"})]

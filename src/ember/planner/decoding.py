@@ -41,6 +41,7 @@ _TEXT_TOKENS = 120  # longest free text, in tokens
 _SHORT_TOKENS = 16  # longest date, code, time or number
 _MAX_ITEMS = 8  # longest list argument
 _MAX_REFERENCES = 6  # embedded references in one text
+_MAX_PUSHED = 2  # steps in a row a plan is made to go on for without using what was given
 
 
 class _Ungrounded(Exception):
@@ -78,6 +79,7 @@ class PlanDecoder:
         without_emails = grounding.EMAIL.sub(" ", request)
         self._codes = list(dict.fromkeys(grounding.CODE.findall(without_emails)))
         self._givens = grounding.givens(request)
+        self._stated = grounding.stated_numbers(request)
         self._paths_given = grounding.PATH.findall(without_emails)
         self._sources = {
             (tool.tool_name, name): source
@@ -102,15 +104,19 @@ class PlanDecoder:
         else:
             cursor.tokens.extend(prompt)
         steps: list[Step] = []
+        pushed = 0  # steps in a row the plan was made to go on for that used nothing given
         while len(steps) < MAX_STEPS:
             step_id = len(steps) + 1
             unused = self._unused(steps, {})
             names = [name for name in self._tools if self._available(name, steps, unused)]
             # A plan begun leaves nothing the user gave unused (an address, a path, a code, a
             # number): small models stop before the last action ("... and email it to X").
-            # While something is left that a tool could take, the plan goes on.
+            # While something is left that a tool could take, the plan goes on, for at most
+            # two steps in a row that use none of it (a step in between may be needed).
             left = self._unused_givens(steps) if steps else []
-            can_end = not any(self._takes(name, v) for name in names for v in left)
+            can_end = pushed >= _MAX_PUSHED or not any(
+                self._takes(name, v) for name in names for v in left
+            )
             if not steps and self._abstains(f"{step_id}. ", DONE):
                 break  # no tool fits: the model's preference for a step is too weak
             choice = cursor.choose([f"{step_id}. {name}(" for name in names] + [DONE] * can_end)
@@ -126,6 +132,8 @@ class PlanDecoder:
                 break  # the same call again on its own output: a loop (summary of a summary)
             steps.append(step)
             on_step(step)
+            used_some = len(self._unused_givens(steps)) < len(left)
+            pushed = 0 if can_end or used_some else pushed + 1
         return steps
 
     @property
@@ -144,13 +152,14 @@ class PlanDecoder:
         return self.first_margin < self._abstain_margin
 
     def _unused_givens(self, steps: list[Step]) -> list[str]:
-        """What the user gave (see `grounding.givens`) that no step's arguments hold yet."""
+        """What the user gave (see `grounding.givens`) that no step's arguments hold yet, each
+        in the form it was written."""
         held = json.dumps([step.args for step in steps], ensure_ascii=False)
         digits = re.sub(r"[^0-9]+", " ", held).split()
         return [
-            given
+            given[0]
             for given in self._givens
-            if given not in held and not (given.isdigit() and given in digits)
+            if not any((form in held and not form.isdigit()) or form in digits for form in given)
         ]
 
     def _takes(self, tool: str, given: str) -> bool:
@@ -177,9 +186,7 @@ class PlanDecoder:
         habit: "max_words": 50)."""
         if isinstance(value, bool) or not isinstance(value, int | float):
             return False
-        return not any(
-            float(given) == value for given in self._givens if grounding.NUMERIC.match(given)
-        )
+        return value not in self._stated
 
     def _available(self, name: str, earlier: list[Step], unused: Sequence[Step]) -> bool:
         """Whether every required parameter of tool `name` that must be grounded (see
@@ -335,10 +342,9 @@ class PlanDecoder:
         return ["", *field_paths(self._tools[step.tool].returns)]
 
     def _email(self, schema: dict[str, Any], earlier: list[Step]) -> str:
-        """An address the request names or an earlier result holds: a small model invents
-        addresses ("your_email@example.com") for emails nobody asked to send."""
-        references = [f"${ref}" for ref in self._references(schema, earlier)]
-        options = [f'"{address}"' for address in self._emails] + references
+        """An address the request names or an earlier result holds (list items too): a small
+        model invents addresses ("your_email@example.com") for emails nobody asked to send."""
+        options = self._grounded("", "", schema, earlier, earlier) or []
         if not options:
             raise _Ungrounded
         chosen = options[self._cursor.choose(options)]
@@ -362,7 +368,11 @@ class PlanDecoder:
           result's field of the same name;
         - a parameter documented to come from another tool ("A hotel_id from search_hotels
           results"): a code the request gives, or a field of that tool's results.
+        - an email address: one the request names, or an earlier result's email field.
         References go to results nothing uses yet where there are any: each feeds one call."""
+        if schema.get("format") == "email":
+            found = [f"${ref}" for ref in self._references(schema, earlier)]
+            return [f'"{address}"' for address in self._emails] + found
         source = self._sources.get((tool, name))
         path = value_kind(schema) == "text" and bool(
             grounding.PATH_PARAMETER.search(schema.get("description", ""))

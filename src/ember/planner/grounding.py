@@ -15,6 +15,7 @@ from typing import Any
 
 from ember.plan import Step, references
 from ember.planner.compact import value_kind
+from ember.planner.numbers import spoken_numbers
 from ember.tools.descriptor import ToolDescriptor
 
 __all__ = [
@@ -24,12 +25,14 @@ __all__ = [
     "PATH",
     "PATH_FIELD",
     "PATH_PARAMETER",
+    "Given",
     "calendar_dates",
     "givens",
     "is_identifier",
     "reapplies",
     "source_of",
     "standard_codes",
+    "stated_numbers",
 ]
 
 EMAIL = re.compile(r"[^@\s\"'<>(),;:]+@[^@\s\"'<>(),;:]+\.[A-Za-z]{2,}")
@@ -46,10 +49,15 @@ PATH_FIELD = re.compile(r"(path|file|dir|folder)", re.IGNORECASE)
 NUMBER = re.compile(r"(?<![\w.,:/-])[0-9]+(?:,[0-9]{3})*(?:\.[0-9]+)?(?![\w:/]|-[0-9]|[.,][0-9])")
 
 
-def givens(request: str) -> list[str]:
+Given = tuple[str, ...]  # a value the request gives, in each form a plan may use it
+
+
+def givens(request: str) -> list[Given]:
     """The values a request gives that a plan for it uses somewhere: quoted text, email
-    addresses, absolute paths, codes ("C-20417") and whole numbers (thousands separators
-    dropped)."""
+    addresses, absolute paths, codes ("C-20417"), numbers written in digits (thousands
+    separators dropped) and numbers in words or with a unit that count something
+    (`ember.planner.numbers`: "two hours" may be used as 2 or as 120). Numbers inside quoted
+    text, addresses, paths and codes are part of those, not givens of their own."""
     quoted = ["".join(groups) for groups in QUOTED.findall(request)]
     rest = QUOTED.sub(" ", request)
     emails = EMAIL.findall(rest)
@@ -59,7 +67,20 @@ def givens(request: str) -> list[str]:
     codes = CODE.findall(rest)
     rest = CODE.sub(" ", rest)
     numbers = [number.replace(",", "") for number in NUMBER.findall(rest)]
-    return list(dict.fromkeys([*quoted, *emails, *paths, *codes, *numbers]))
+    found: list[Given] = [(value,) for value in [*quoted, *emails, *paths, *codes, *numbers]]
+    found += [tuple(map(_plain, values)) for values in spoken_numbers(rest, counts_only=True)]
+    return list(dict.fromkeys(found))
+
+
+def stated_numbers(request: str) -> set[float]:
+    """Every number the request states, in digits or in words, with its conversions."""
+    rest = QUOTED.sub(" ", request)
+    digits = {float(n.replace(",", "")) for n in NUMBER.findall(EMAIL.sub(" ", rest))}
+    return digits | {value for values in spoken_numbers(rest) for value in values}
+
+
+def _plain(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
 def reapplies(step: Step, earlier: list[Step]) -> bool:

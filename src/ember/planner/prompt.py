@@ -17,6 +17,7 @@ from typing import Any
 from ember.plan import Plan
 from ember.planner.compact import render_plan
 from ember.planner.dates import annotate_dates
+from ember.planner.numbers import annotate_numbers
 from ember.tools.descriptor import ToolDescriptor
 
 __all__ = [
@@ -187,8 +188,9 @@ def _shots(examples: Sequence[tuple[str, str, list[dict[str, Any]]]]) -> str:
 
 
 def user_text(request: str, today: date) -> str:
-    """The user message: today's date and the request, its relative dates written out."""
-    request = annotate_dates(request.strip(), today)
+    """The user message: today's date and the request, its relative dates and its numbers in
+    words or with units written out ("tomorrow (2026-03-03)", "two hours (120 minutes)")."""
+    request = annotate_numbers(annotate_dates(request.strip(), today))
     return f"Today: {today.isoformat()} ({today.strftime('%A')}). Request: {request}"
 
 
