@@ -369,3 +369,14 @@ def test_an_optional_address_nobody_gave_is_left_out() -> None:
         '1. lookup_customer(customer_id="C-20417", email="c20417@example.com")\ndone',
     )
     assert steps == [Step(1, "lookup_customer", {"customer_id": "C-20417"})]
+
+
+def test_an_identifier_may_be_the_text_an_earlier_result_holds() -> None:
+    steps = plan(
+        "The file /srv/ticket.txt holds nothing but a customer id. Look that customer up.",
+        '1. read_file(path="/srv/ticket.txt")\n2. lookup_customer(customer_id=$1.content)\ndone',
+    )
+    assert [step.args for step in steps] == [
+        {"path": "/srv/ticket.txt"},
+        {"customer_id": "$1.content"},
+    ]

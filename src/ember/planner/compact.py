@@ -22,7 +22,7 @@ from typing import Any
 
 from ember.plan import Step
 
-__all__ = ["DONE", "field_paths", "render_plan", "render_step", "value_kind"]
+__all__ = ["DONE", "field_paths", "render_plan", "render_step", "text_paths", "value_kind"]
 
 DONE = "done"
 MAX_INDEX = 10  # list indexes offered in references: .0 .. .9
@@ -86,6 +86,19 @@ def field_paths(
         path
         for path, schema in paths
         if _json_type(schema) == wanted and (form is None or schema.get("format") == form)
+    ]
+
+
+def text_paths(returns: dict[str, Any] | None) -> list[str]:
+    """The paths to free text in a result (`.content`, `.summary`): strings with no format,
+    pattern or enum, whose name is not an identifier's (`_id`)."""
+    return [
+        path
+        for path, schema in _walk(returns or {}, "")
+        if schema.get("type") == "string"
+        and not {"format", "pattern", "enum"} & schema.keys()
+        and not path.endswith(("_id", ".id"))
+        and not path.rsplit(".", 1)[-1].isdigit()
     ]
 
 

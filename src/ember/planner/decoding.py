@@ -30,7 +30,7 @@ from typing import Any
 
 from ember.plan import Step, references
 from ember.planner import grounding
-from ember.planner.compact import DONE, field_paths, value_kind
+from ember.planner.compact import DONE, field_paths, text_paths, value_kind
 from ember.planner.vocabulary import Cursor, LanguageModel, Vocabulary
 from ember.tools.descriptor import ToolDescriptor
 
@@ -388,6 +388,14 @@ class PlanDecoder:
         else:
             literals = self._codes
             named = [ref for ref in found if ref.rsplit(".", 1)[-1] in (name, "id")]
+            if not named and not literals and source is None:
+                # An id held as plain text by a result nothing uses yet ("the file holds
+                # nothing but a customer id"): that text may be the id.
+                named = [
+                    f"{step.id}{path}"
+                    for step in fresh
+                    for path in text_paths(self._tools[step.tool].returns)
+                ]
         return [f'"{value}"' for value in literals] + [
             f"${ref}" for ref in named or (found if source else [])
         ]
