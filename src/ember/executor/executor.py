@@ -277,7 +277,7 @@ class RunExecution:
                     f"{step.tool} called with {args}",
                 )
             context = CallContext(self.run_id, interrupted, record.decision if record else None)
-            ruling = decide(step, registered.descriptor, args, context)
+            ruling = decide(step, registered.descriptor_for(args), args, context)
             if ruling.verdict is not Verdict.RUN:
                 self._hold(step, args, ruling.verdict, ruling.reason, record)
                 self.recorder.step(step.id, step.tool, started, 0.0, 0.0)
