@@ -136,7 +136,7 @@ def slide_outline(statements: list[Statement], title: str) -> dict[str, Any]:
              "metrics": ["gross_margin", "operating_margin", "net_margin"],
              "why": "profitability at each level, comparable across sizes and currencies"},
             {"chart": "bar", "title": "Cash to revenue", "metrics": ["cash_to_revenue"],
-             "why": "resilience: months of sales held in cash"},
+             "why": "resilience: cash as a share of a year's sales"},
         ],
     }  # fmt: skip
 

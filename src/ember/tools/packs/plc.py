@@ -64,6 +64,7 @@ class PlcTools:
         address: Address,
         count: Annotated[int, msgspec.Meta(ge=1, le=125)] = 1,
         unit: Unit | None = None,
+        poll: int | None = None,
     ) -> Reading:
         """Read coils, discrete inputs, holding registers or input registers from the PLC
         (values: 0/1 for coils and inputs, 0-65535 for registers).
@@ -73,6 +74,8 @@ class PlcTools:
             address: The first address (0-based).
             count: How many.
             unit: The Modbus device id (default: the pack's unit).
+            poll: Numbers repeated readings of the same registers in one plan (a plan's
+                identical calls are made once).
         """
         unit = self.config.unit if unit is None else unit
         method = {
