@@ -9,11 +9,12 @@ from email.message import Message
 from pathlib import Path
 from typing import Any
 
+from examples.fixtures import free_port
+
 from ember import Plan, Runtime, ScriptedPlanner, SQLiteJournal, Step, ToolRegistry
 from ember.config import Packs
 from ember.journal import StepState, fold
 from ember.tools.packs import register_packs
-from examples.fixtures import free_port
 
 
 def packs_registry(packs: Packs, tmp_path: Path) -> ToolRegistry:
@@ -64,13 +65,13 @@ class SmtpSink:
 
     async def handle_RCPT(
         self, server: Any, session: Any, envelope: Any, address: str, options: Any
-    ) -> str:  # noqa: N802
+    ) -> str:
         if address in self.refuse:
             return "550 5.1.1 no such mailbox here"
         envelope.rcpt_tos.append(address)
         return "250 OK"
 
-    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:  # noqa: N802
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
         message = email.message_from_bytes(envelope.content)
         if "REJECT" in (message["Subject"] or ""):
             return "554 5.7.1 message refused by policy"

@@ -8,11 +8,11 @@ import json
 from pathlib import Path
 
 import pytest
+from examples.fixtures import STATEMENTS, write_invoices, write_statements
 
 from ember.config import DocsPack, FilesPack, Packs
 from ember.tools.packs.docs import DocsTools
 from ember.tools.packs.invoices import Ledger, extract_invoice
-from examples.fixtures import STATEMENTS, write_invoices, write_statements
 
 from .packs_support import failure, packs_registry
 
@@ -34,7 +34,8 @@ def test_text_and_tables_of_pdf_xlsx_csv_and_docx(docs: DocsTools, root: Path) -
     import docx
 
     pdf = docs.docs_read("statements/cobalt.pdf")
-    assert pdf["kind"] == "pdf" and pdf["pages"] == 1
+    assert pdf["kind"] == "pdf"
+    assert pdf["pages"] == 1
     assert "Company: Cobalt Automation" in pdf["text"]
     xlsx = docs.docs_read("statements/borealis.xlsx")
     assert ["Gross profit", "460000"] in xlsx["tables"][0]["rows"]
@@ -84,11 +85,13 @@ def test_financial_statements_from_csv_xlsx_and_pdf(docs: DocsTools) -> None:
         for name in ("acme.csv", "borealis.xlsx", "cobalt.pdf")
     }
     acme, borealis, cobalt = found.values()
-    assert acme["company"] == "Acme Robotics" and acme["currency"] == "EUR"
+    assert acme["company"] == "Acme Robotics"
+    assert acme["currency"] == "EUR"
     assert acme["gross_profit"] == 550_000  # revenue - cost of revenue
     assert acme["gross_margin"] == 0.44
     assert borealis["revenue"] == STATEMENTS["Borealis Motion"]["Total revenue"]
-    assert cobalt["operating_income"] == 210_000 and cobalt["cash"] == 180_000
+    assert cobalt["operating_income"] == 210_000
+    assert cobalt["cash"] == 180_000
     assert cobalt["net_margin"] == round(150_000 / 1_600_000, 4)
     assert all(not statement["missing"] for statement in found.values())
 
@@ -102,7 +105,8 @@ def test_the_slide_outline_writes_json_markdown_and_png_charts(docs: DocsTools) 
     assert [r["company"] for r in saved["ratios"]] == [s["company"] for s in statements]
     assert "Highest gross margin: Borealis Motion" in saved["slides"][-1]["bullets"]
     markdown = Path(outline["markdown_path"]).read_text()
-    assert markdown.startswith("# Peers") and "![Margins by company](chart-2.png)" in markdown
+    assert markdown.startswith("# Peers")
+    assert "![Margins by company](chart-2.png)" in markdown
     assert len(outline["charts"]) == len(outline["chart_suggestions"]) == 3
     for chart in outline["charts"]:
         assert Path(chart).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -34,7 +34,7 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         port = self.server.server_address[1]
         routes = {
             "/orders": lambda: self._send(200, b'{"open": 3}'),
@@ -49,7 +49,7 @@ class Handler(BaseHTTPRequestHandler):
         else:
             routes.get(self.path, lambda: self._send(404, b"{}"))()
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         echo = {"got": body, "key": self.headers.get("Idempotency-Key")}
         self._send(201, json.dumps(echo).encode())

@@ -9,11 +9,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from examples.fixtures import SimulatedLine, free_port
 
 from ember.config import Packs, PlcPack
 from ember.plan import Step
 from ember.tools.packs.plc import PlcTools
-from examples.fixtures import SimulatedLine, free_port
 
 from .packs_support import failure, packs_registry, recorded_steps
 

@@ -92,7 +92,8 @@ def test_a_write_is_refused_by_the_database_itself(url: str, tmp_path: Path) -> 
     for index, statement in enumerate(WRITES):
         error = failure(registry, "sql_query", {"database": "db", "sql": statement},
                         tmp_path / str(index))  # fmt: skip
-        assert "database 'db'" in error and "refused the query" in error, error
+        assert "database 'db'" in error
+        assert "refused the query" in error, error
     count = SqlTools(SqlPack(databases={"db": url})).sql_query("db", "SELECT count(*) FROM items")
     assert count["rows"] == [[7]]
 
