@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import email
+import email.policy
 from email.message import Message
 from pathlib import Path
 from typing import Any
@@ -72,7 +73,7 @@ class SmtpSink:
         return "250 OK"
 
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
-        message = email.message_from_bytes(envelope.content)
+        message = email.message_from_bytes(envelope.content, policy=email.policy.default)
         if "REJECT" in (message["Subject"] or ""):
             return "554 5.7.1 message refused by policy"
         self.messages.append(message)

@@ -4,8 +4,10 @@ waits for a person's approval (journaled) before anything is sent.
 
     python -m examples.mail_merge.run [--work DIR] [--postgres URL] [--smtp HOST:PORT]
                                       [--approval-over N] [--customers N] [--approve]
+                                      [--crm-database NAME] [--resume]
 
---postgres: a server where the example may create the database `ember_example_crm` (default
+--postgres: a server where the example may create the database `ember_example_crm` (or
+--crm-database; default
 $EMBER_TEST_POSTGRES_URL, else postgresql://postgres@127.0.0.1:5432/postgres). Without --smtp
 the mails go to the Maildir outbox WORK/outbox. --approve: play the person who approves (as
 `ember runs resolve RUN 2 --approve` would), then resume the waiting run.
@@ -95,9 +97,13 @@ def main() -> int:
     smtp = _option("--smtp", None)
     approval_over = int(_option("--approval-over", "5") or 5)
     customers = int(_option("--customers", "8") or 8)
+    database = _option("--crm-database", "ember_example_crm") or "ember_example_crm"
     approve_it = "--approve" in sys.argv and not sys.argv.remove("--approve")
     args = main_args(__doc__.splitlines()[0], "ember-examples/mail_merge")
-    crm = seed_crm(server or DEFAULT_URL, "ember_example_crm", customers)
+    server = server or DEFAULT_URL
+    crm = server.rsplit("/", 1)[0] + f"/{database}"
+    if not args.resume:
+        seed_crm(server, database, customers)
     run = flagship(Path(args.work), crm, smtp, approval_over)
     result = run.run(resume=args.resume)
     if result.status.value == "waiting" and approve_it:
