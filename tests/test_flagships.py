@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from examples.fixtures import SimulatedLine
 
 from .packs_support import SmtpSink, wait_for
