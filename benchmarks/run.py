@@ -21,7 +21,7 @@ import subprocess
 import sys
 from typing import Any, NamedTuple
 
-from benchmarks import contenders, peers
+from benchmarks import contenders, flagships, peers
 from benchmarks.report import render
 
 
@@ -173,6 +173,22 @@ SUITES: dict[str, list[Row]] = {
     ],
     "run": [
         Row("travel.scripted", "run_layers", None, 30, {"planner": "scripted", "_warmup": False}),
+        # the flagship workflows of examples/ (docs/tool-packs.md), scripted planner
+        *(
+            Row(
+                f"flagship.{name}.scripted",
+                "flagship_layers",
+                None,
+                samples,
+                {"name": name, "_warmup": False},
+            )
+            for name, samples in (
+                ("competitors", 5),
+                ("invoices", 5),
+                ("mail_merge", 5),
+                ("plc_watch", 2),
+            )
+        ),
         Row("travel.llama", "run_layers", None, 5, {"planner": "llama", "_warmup": False}),
         Row(
             "travel.llama.typed_ahead",
@@ -227,7 +243,11 @@ def _stats(data: list[float]) -> dict[str, float]:
 
 def measure_one(contender: str, samples: int, kwargs: dict[str, Any]) -> dict[str, Any]:
     """Runs in the child process. A contender returns samples, or {series: samples}."""
-    fn = getattr(contenders, contender, None) or getattr(peers, contender)
+    fn = (
+        getattr(contenders, contender, None)
+        or getattr(peers, contender, None)
+        or getattr(flagships, contender)
+    )
     if kwargs.pop("_warmup", True):
         fn(max(10, samples // 20), **kwargs)  # imports, caches, page-warm
     data = fn(samples, **kwargs)

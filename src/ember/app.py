@@ -44,15 +44,17 @@ def open_journal(settings: Settings) -> Iterator[SQLiteJournal]:
 
 @contextlib.asynccontextmanager
 async def open_tools(settings: Settings) -> AsyncIterator[ToolRegistry]:
-    """The demo tools (unless the settings turn them off) and the configured tool sources,
-    connected until exit."""
+    """The demo tools (unless the settings turn them off), the enabled tool packs and the
+    configured tool sources, connected until exit."""
     from ember.tools.demo import DemoWorld, demo_registry
+    from ember.tools.packs import register_packs
     from ember.tools.registry import ToolRegistry
     from ember.tools.sources import open_tool_sources
 
     registry = (
         demo_registry(DemoWorld(settings.demo_dir)) if settings.demo_tools else ToolRegistry()
     )
+    register_packs(registry, settings.packs, data_dir=settings.db.parent)
     async with open_tool_sources(registry, settings.tools):
         yield registry
 

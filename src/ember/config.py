@@ -15,12 +15,27 @@ http = "http://10.0.0.5:8700/mcp"               # an `ember tools serve --http` 
 mcp = { command = "npx", args = ["-y", "@modelcontextprotocol/server-filesystem", "/srv"] }
 [[tools]]
 mcp = { url = "http://127.0.0.1:9000/mcp" }     # an MCP server over Streamable HTTP
+
+[packs.files]                                   # a table present = the pack is enabled
+roots = ["~/work", "/srv/shared"]               # relative paths: from this file's folder
+[packs.docs]                                    # reads inside the files roots
+[packs.mail]
+host = "smtp.example.com"                       # no host: a Maildir outbox instead
+[packs.http]
+allow = ["api.example.com", "127.0.0.1:8080"]
+[packs.sql]
+databases = { sales = "sqlite:data/sales.db", crm = "postgresql://127.0.0.1/crm" }
+[packs.plc]
+host = "10.0.0.20"
 ```
+
+Every field of every pack is described in docs/tool-packs.md.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
@@ -29,7 +44,19 @@ import platformdirs
 
 from ember.errors import UserError
 
-__all__ = ["McpCommand", "PlannerSettings", "Settings", "ToolSource"]
+__all__ = [
+    "DocsPack",
+    "FilesPack",
+    "HttpPack",
+    "MailPack",
+    "McpCommand",
+    "Packs",
+    "PlannerSettings",
+    "PlcPack",
+    "Settings",
+    "SqlPack",
+    "ToolSource",
+]
 
 
 class McpCommand(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -55,9 +82,96 @@ class ToolSource(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         return [k for k in ("module", "uds", "http", "mcp") if getattr(self, k) is not None]
 
 
+class FilesPack(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """`[packs.files]`: list, read, write, search and move files inside `roots` only.
+    `read_only` drops the writing tools; `max_read_bytes` caps what one read returns."""
+
+    roots: list[str]
+    read_only: bool = False
+    max_read_bytes: int = 1_000_000
+
+
+class DocsPack(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """`[packs.docs]`: text and tables of PDF, XLSX, CSV and DOCX files, invoices, financial
+    statements. Reads inside `roots` (default: the files pack's roots)."""
+
+    roots: list[str] = []
+    max_pages: int = 500
+
+
+SmtpSecurity = Literal["starttls", "tls", "none"]
+
+
+class MailPack(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """`[packs.mail]`: send over SMTP at `host` (`security`: STARTTLS, implicit TLS or none;
+    `port` defaults to 587, 465 or 25 by it), logging in with `username` and `password`
+    (default `$EMBER_SMTP_PASSWORD`), trusting `ca_file` besides the system's CAs. Without a
+    host, mail goes to the Maildir `outbox` (default: `outbox/` beside the journal).
+    `approval_over`: a mail-merge to more recipients
+    waits for a person's approval."""
+
+    host: str | None = None
+    port: int | None = None
+    security: SmtpSecurity = "starttls"
+    username: str | None = None
+    password: str | None = None
+    sender: str = "ember@localhost"
+    ca_file: str | None = None
+    outbox: str | None = None
+    timeout_s: float = 30.0
+    approval_over: int = 10
+
+
+class HttpPack(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """`[packs.http]`: GET and POST to the hosts of `allow` only (`host` or `host:port`), with
+    a response size, a time and a redirect limit."""
+
+    allow: list[str]
+    max_bytes: int = 1_000_000
+    timeout_s: float = 10.0
+    max_redirects: int = 3
+
+
+class SqlPack(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """`[packs.sql]`: read-only queries on `databases` (name -> `sqlite:PATH`, `duckdb:PATH`
+    or a `postgresql://` URL); a page holds at most `max_rows` rows."""
+
+    databases: dict[str, str]
+    max_rows: int = 500
+    timeout_s: float = 30.0
+
+
+class PlcPack(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """`[packs.plc]`: Modbus TCP at `host:port`, device `unit`; each request waits `timeout_s`
+    and is tried `retries` more times. Writes are `write_risk` (default high: approval)."""
+
+    host: str
+    port: int = 502
+    unit: int = 1
+    timeout_s: float = 2.0
+    retries: int = 2
+    write_risk: Literal["low", "high"] = "high"
+
+
+class Packs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The tool packs of `[packs.*]` (docs/tool-packs.md); a pack without a table is off."""
+
+    files: FilesPack | None = None
+    docs: DocsPack | None = None
+    mail: MailPack | None = None
+    http: HttpPack | None = None
+    sql: SqlPack | None = None
+    plc: PlcPack | None = None
+
+    @property
+    def enabled(self) -> list[str]:
+        return [name for name in self.__struct_fields__ if getattr(self, name) is not None]
+
+
 class _File(msgspec.Struct, forbid_unknown_fields=True):
     demo_tools: bool = True
     tools: list[ToolSource] = []
+    packs: Packs = Packs()
 
 
 PlannerBackend = Literal["llama", "scripted", "openai"]
@@ -84,7 +198,8 @@ class Settings(msgspec.Struct, frozen=True):
 
     `db`: the journal (`--db`, else `EMBER_DB`, else `~/.local/share/ember/ember.db`).
     `demo_dir`: the demo tools' world (`EMBER_DEMO_DIR`, else `~/.local/share/ember/demo`).
-    `demo_tools`, `tools`: from the config file, if there is one. `planner`: see
+    `demo_tools`, `tools`, `packs`: from the config file, if there is one (paths in `packs`
+    made absolute from the file's folder). `planner`: see
     `PlannerSettings`. `otlp_endpoint`: where `ember serve` sends spans (default
     `OTEL_EXPORTER_OTLP_ENDPOINT`, else none)."""
 
@@ -92,6 +207,7 @@ class Settings(msgspec.Struct, frozen=True):
     demo_dir: Path
     demo_tools: bool = True
     tools: tuple[ToolSource, ...] = ()
+    packs: Packs = Packs()
     planner: PlannerSettings = PlannerSettings()
     otlp_endpoint: str | None = None
 
@@ -114,6 +230,7 @@ class Settings(msgspec.Struct, frozen=True):
             demo_dir=Path(os.environ.get("EMBER_DEMO_DIR") or data / "demo").expanduser(),
             demo_tools=parsed.demo_tools,
             tools=tuple(parsed.tools),
+            packs=_absolute(parsed.packs, path.parent) if path else parsed.packs,
             planner=msgspec.structs.replace(planner, base_url=base_url),
             otlp_endpoint=otlp_endpoint or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"),
         )
@@ -127,6 +244,37 @@ def _config_path(given: str | None) -> Path | None:
         return path
     local = Path("ember.toml")
     return local if local.is_file() else None
+
+
+def _absolute(packs: Packs, base: Path) -> Packs:
+    """The packs with their relative paths taken from `base` (the config file's folder)."""
+
+    def fix(path: str) -> str:
+        return str((base / Path(path).expanduser()).resolve())
+
+    replace = msgspec.structs.replace
+    if packs.files is not None:
+        packs = replace(
+            packs, files=replace(packs.files, roots=[fix(r) for r in packs.files.roots])
+        )
+    if packs.docs is not None:
+        packs = replace(packs, docs=replace(packs.docs, roots=[fix(r) for r in packs.docs.roots]))
+    if packs.mail is not None:
+        mail = packs.mail
+        outbox = fix(mail.outbox) if mail.outbox else None
+        ca_file = fix(mail.ca_file) if mail.ca_file else None
+        packs = replace(packs, mail=replace(mail, outbox=outbox, ca_file=ca_file))
+    if packs.sql is not None:
+        databases = {name: _absolute_url(url, fix) for name, url in packs.sql.databases.items()}
+        packs = replace(packs, sql=replace(packs.sql, databases=databases))
+    return packs
+
+
+def _absolute_url(url: str, fix: Callable[[str], str]) -> str:
+    scheme, sep, rest = url.partition(":")
+    if scheme in ("sqlite", "duckdb") and sep and not rest.startswith("//"):
+        return f"{scheme}:{fix(rest)}"
+    return url
 
 
 def _read(path: Path) -> _File:

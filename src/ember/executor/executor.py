@@ -283,7 +283,7 @@ class RunExecution:
                 if record is not None
                 else self._first_call
             )
-            ruling = decide(step, registered.descriptor, args, context)
+            ruling = decide(step, registered.descriptor_for(args), args, context)
             if ruling.verdict is not Verdict.RUN:
                 self._hold(step, args, ruling.verdict, ruling.reason, record)
                 self.recorder.step(step.id, step.tool, started, 0.0, 0.0)

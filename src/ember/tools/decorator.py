@@ -15,6 +15,9 @@ Parameter types become JSON Schema through msgspec (so `Annotated[..., msgspec.M
 constraints carry over); a parameter with a default is optional; the return annotation, when it
 is not `Any`, becomes `returns`. A parameter named `idempotency_key` is not an argument: the
 runtime passes the step's key there (DESIGN.md "Execution and the journal").
+
+On a method, the descriptor leaves `self` out, and reading the tool from an instance gives
+the tool bound to it (how a pack holds its configuration: `ember.tools.packs`).
 """
 
 from __future__ import annotations
@@ -48,6 +51,12 @@ class ToolFunction:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
+
+    def __get__(self, instance: object, owner: type | None = None) -> ToolFunction:
+        """A tool defined on a method, bound to `instance` (the descriptor stays the same)."""
+        if instance is None:
+            return self
+        return ToolFunction(self.fn.__get__(instance, owner), self.descriptor, inline=self.inline)
 
     def __repr__(self) -> str:
         return f"<tool {self.descriptor.tool_name}>"
@@ -113,8 +122,8 @@ def describe_function(
     summary, arg_docs = _parse_docstring(inspect.getdoc(fn) or "")
     properties: dict[str, Any] = {}
     required: list[str] = []
-    for param in inspect.signature(fn).parameters.values():
-        if param.name in RESERVED_PARAMETERS:
+    for index, param in enumerate(inspect.signature(fn).parameters.values()):
+        if param.name in RESERVED_PARAMETERS or (index == 0 and param.name == "self"):
             continue
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise ToolDefinitionError(

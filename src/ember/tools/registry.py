@@ -9,7 +9,7 @@ import msgspec
 
 from ember.errors import ToolDefinitionError, UnknownToolError
 from ember.tools.decorator import ToolFunction, describe_function
-from ember.tools.descriptor import ToolDescriptor
+from ember.tools.descriptor import Risk, ToolDescriptor
 from ember.tools.transport import InprocTransport, ToolResult, Transport
 from ember.tools.validation import Validator, compile_validator
 
@@ -18,13 +18,23 @@ __all__ = ["RegisteredTool", "ToolRegistry"]
 
 class RegisteredTool(msgspec.Struct, frozen=True):
     """A tool as the runtime holds it: what it is, how to check its arguments, how to reach it.
-    `inline`: a function that runs on the event loop itself (no timer can interrupt it)."""
+    `inline`: a function that runs on the event loop itself (no timer can interrupt it).
+    `approval_when`: a condition on a call's arguments under which that call is high-risk
+    (waits for approval) although the tool is not, e.g. a mail-merge to many recipients."""
 
     descriptor: ToolDescriptor
     validate: Validator
     transport: Transport
     source: str
     inline: bool = False
+    approval_when: Callable[[Mapping[str, Any]], bool] | None = None
+
+    def descriptor_for(self, args: Mapping[str, Any]) -> ToolDescriptor:
+        """The descriptor the policy judges this call by: high-risk when `approval_when`
+        holds for `args`."""
+        if self.approval_when is None or not self.approval_when(args):
+            return self.descriptor
+        return msgspec.structs.replace(self.descriptor, risk=Risk.HIGH)
 
 
 class ToolRegistry:
@@ -40,6 +50,7 @@ class ToolRegistry:
         transport: Transport | None = None,
         descriptor: ToolDescriptor | None = None,
         source: str = "inproc",
+        approval_when: Callable[[Mapping[str, Any]], bool] | None = None,
     ) -> ToolDescriptor:
         """Register a `@tool` function, a plain typed function, or a descriptor with a transport.
 
@@ -66,7 +77,7 @@ class ToolRegistry:
         validate = compile_validator(descriptor.tool_name, descriptor.parameters)
         inline = isinstance(transport, InprocTransport) and transport.inline
         self._tools[descriptor.tool_name] = RegisteredTool(
-            descriptor, validate, transport, source, inline
+            descriptor, validate, transport, source, inline, approval_when
         )
         return descriptor
 

@@ -1,0 +1,1 @@
+"""ember's runnable examples: the flagship workflows (`python -m examples.NAME.run`)."""

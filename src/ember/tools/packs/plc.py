@@ -1,0 +1,167 @@
+"""The plc pack: read and write a PLC's coils and registers over Modbus TCP (pymodbus).
+
+```toml
+[packs.plc]
+host = "10.0.0.20"
+port = 502
+unit = 1              # the Modbus device (unit) id; a call may name another
+timeout_s = 2         # per request
+retries = 2           # more tries after a timeout
+write_risk = "high"   # plc_write waits for a person's approval; "low" to let it run
+```
+
+Every failure is an error on the step that names the PLC and the registers: no answer within
+the timeout (after the retries), a Modbus exception from the device (illegal address, ...),
+a connection refused.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, TypedDict
+
+import msgspec
+
+from ember.config import PlcPack
+from ember.errors import ToolCallError
+from ember.tools.decorator import ToolFunction, tool
+
+__all__ = ["PlcTools"]
+
+ReadKind = Literal["coils", "discrete_inputs", "holding_registers", "input_registers"]
+WriteKind = Literal["coils", "holding_registers"]
+Address = Annotated[int, msgspec.Meta(ge=0, le=65535)]
+Unit = Annotated[int, msgspec.Meta(ge=0, le=255)]
+
+
+class Reading(TypedDict):
+    kind: str
+    address: int
+    unit: int
+    values: list[int]
+
+
+class Written(TypedDict):
+    kind: str
+    address: int
+    unit: int
+    written: int
+
+
+class PlcTools:
+    """The plc pack's tools over one configuration."""
+
+    def __init__(self, config: PlcPack) -> None:
+        self.config = config
+        self.where = f"PLC {config.host}:{config.port}"
+
+    def tools(self) -> list[ToolFunction]:
+        return [self.plc_read, self.plc_write]
+
+    @tool(idempotent=True)
+    def plc_read(
+        self,
+        kind: ReadKind,
+        address: Address,
+        count: Annotated[int, msgspec.Meta(ge=1, le=125)] = 1,
+        unit: Unit | None = None,
+        poll: int | None = None,
+    ) -> Reading:
+        """Read coils, discrete inputs, holding registers or input registers from the PLC
+        (values: 0/1 for coils and inputs, 0-65535 for registers).
+
+        Args:
+            kind: What to read.
+            address: The first address (0-based).
+            count: How many.
+            unit: The Modbus device id (default: the pack's unit).
+            poll: Numbers repeated readings of the same registers in one plan (a plan's
+                identical calls are made once).
+        """
+        unit = self.config.unit if unit is None else unit
+        method = {
+            "coils": "read_coils",
+            "discrete_inputs": "read_discrete_inputs",
+            "holding_registers": "read_holding_registers",
+            "input_registers": "read_input_registers",
+        }[kind]
+        what = f"{kind} {address}..{address + count - 1} of unit {unit}"
+        response = self._request("plc_read", what, method, address, count=count, device_id=unit)
+        raw = response.bits[:count] if kind in ("coils", "discrete_inputs") else response.registers
+        return {"kind": kind, "address": address, "unit": unit, "values": [int(v) for v in raw]}
+
+    @tool(idempotent=True, risk="high")
+    def plc_write(
+        self,
+        kind: WriteKind,
+        address: Address,
+        values: Annotated[list[int], msgspec.Meta(min_length=1, max_length=123)],
+        unit: Unit | None = None,
+    ) -> Written:
+        """Write coils (values 0/1) or holding registers (0-65535) on the PLC, from an
+        address on. High-risk: waits for a person's approval unless configured otherwise.
+
+        Args:
+            kind: What to write.
+            address: The first address (0-based).
+            values: The values, in address order.
+            unit: The Modbus device id (default: the pack's unit).
+        """
+        unit = self.config.unit if unit is None else unit
+        what = f"{kind} {address}..{address + len(values) - 1} of unit {unit}"
+        if kind == "coils":
+            if any(v not in (0, 1) for v in values):
+                raise ToolCallError("plc_write", f"coil values must be 0 or 1, got {values}")
+            self._request(
+                "plc_write", what, "write_coils", address, [bool(v) for v in values],
+                device_id=unit,
+            )  # fmt: skip
+        else:
+            if any(not 0 <= v <= 65535 for v in values):
+                raise ToolCallError("plc_write", f"register values must be 0-65535, got {values}")
+            self._request("plc_write", what, "write_registers", address, values, device_id=unit)
+        return {"kind": kind, "address": address, "unit": unit, "written": len(values)}
+
+    def _request(self, tool: str, what: str, method: str, *args: Any, **kwargs: Any) -> Any:
+        from pymodbus.client import ModbusTcpClient
+        from pymodbus.exceptions import ModbusException
+
+        config = self.config
+        client = ModbusTcpClient(
+            config.host, port=config.port, timeout=config.timeout_s, retries=config.retries
+        )
+        try:
+            if not client.connect():  # type: ignore[no-untyped-call]
+                raise ToolCallError(
+                    tool,
+                    f"cannot connect to {self.where}: is it on, and is [packs.plc] host/port "
+                    "right?",
+                    retryable=True,
+                )
+            response = getattr(client, method)(*args, **kwargs)
+        except ModbusException as exc:
+            raise ToolCallError(
+                tool,
+                f"{self.where} did not answer {what} within timeout_s={config.timeout_s} "
+                f"after {config.retries} retries ({exc})",
+                retryable=True,
+            ) from None
+        finally:
+            client.close()  # type: ignore[no-untyped-call]
+        if response.isError():
+            code = int(getattr(response, "exception_code", 0))
+            raise ToolCallError(
+                tool,
+                f"{self.where} refused {what}: Modbus exception {code} "
+                f"({_EXCEPTIONS.get(code, 'see the device manual')})",
+            )
+        return response
+
+
+_EXCEPTIONS = {
+    1: "illegal function: the device does not support this request",
+    2: "illegal data address: no such coil or register on the device",
+    3: "illegal data value",
+    4: "device failure",
+    6: "device busy: try again",
+    11: "gateway target did not respond: check the unit id",
+}

@@ -1,0 +1,171 @@
+"""The four flagship workflows of examples/, each run for real as a user runs it: one command,
+in a child process. The invoice batch and the PLC watch are killed with SIGKILL mid-way and
+resumed; what happened is counted from the ledger and at the SMTP server."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from examples.fixtures import SimulatedLine
+
+from .packs_support import SmtpSink, wait_for
+from .test_pack_sql import POSTGRES
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(ROOT)]))
+
+
+def command(name: str, work: Path, *options: str) -> list[str]:
+    return [sys.executable, "-m", f"examples.{name}.run", "--work", str(work), "--json", *options]
+
+
+def run(name: str, work: Path, *options: str) -> dict:  # type: ignore[type-arg]
+    done = subprocess.run(command(name, work, *options), cwd=ROOT, env=ENV, capture_output=True,
+                          text=True, timeout=180, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def start(name: str, work: Path, *options: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(command(name, work, *options), cwd=ROOT, env=ENV, text=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+
+
+def test_competitor_analysis(tmp_path: Path) -> None:
+    result = run("competitors", tmp_path)
+    assert result["status"] == "succeeded"
+    assert [s["tool"] for s in result["steps"]] == ["docs_financials"] * 3 + ["docs_slide_outline"]
+    outline = json.loads(Path(result["json"]).read_text())
+    assert [r["company"] for r in outline["ratios"]] == [
+        "Acme Robotics",
+        "Borealis Motion",
+        "Cobalt Automation",
+    ]
+    assert len(outline["chart_suggestions"]) == 3
+    assert Path(result["outline"]).read_text().startswith("# Competitor analysis FY2025")
+    assert all(Path(chart).stat().st_size > 1000 for chart in result["charts"])
+    assert set(result["latency_ms"]) >= {"l1_ttft", "l2_overhead", "l3_persist", "l4_e2e"}
+
+
+def ledger(work: Path) -> list[dict[str, str]]:
+    path = work / "out" / "ledger.csv"
+    if not path.exists():
+        return []
+    with path.open(newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_invoice_batch_killed_mid_way_books_every_invoice_exactly_once(tmp_path: Path) -> None:
+    for attempt in range(3):  # a kill that lands after the batch finished proves nothing
+        work = tmp_path / f"attempt-{attempt}"
+        child = start("invoices", work)
+        wait_for(lambda: len(ledger(work)) >= 10 or child.poll() is not None, timeout=120)  # noqa: B023
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        if 0 < len(ledger(work)) < 100:
+            break
+    else:
+        pytest.fail("three kills all landed after the batch finished")
+    booked_before = len(ledger(work))
+    result = run("invoices", work, "--resume")
+    assert result["status"] == "succeeded"
+    rows = ledger(work)
+    assert len(rows) == 100
+    assert sorted(row["file"] for row in rows) == [f"invoice-{i:03d}.pdf" for i in range(1, 101)]
+    assert len({row["sha256"] for row in rows}) == 100
+    batch = result["steps"][0]["result"]
+    assert batch["booked"] == 100 - booked_before  # the resumed step booked only the rest
+    assert batch["already_booked"] == booked_before
+    assert (batch["valid"], batch["invalid"]) == (96, 4)
+    assert "- invoices: 100" in (work / "out" / "summary.md").read_text()
+
+
+@pytest.fixture
+def line() -> Iterator[SimulatedLine]:
+    with SimulatedLine() as simulated:
+        yield simulated
+
+
+def test_plc_watch_restarted_mid_loop_sends_no_duplicate_alert(
+    tmp_path: Path, line: SimulatedLine
+) -> None:
+    with SmtpSink() as sink:
+        options = ("--plc", f"127.0.0.1:{line.port}", "--smtp", f"127.0.0.1:{sink.port}")
+        child = start("plc_watch", tmp_path, *options)
+        # killed once the alert is sent and logged as sent (the Message-ID, the step's key)
+        wait_for(lambda: _logged_sent(tmp_path) == 1 or child.poll() is not None, timeout=120)
+        assert child.poll() is None, "the watch finished before it could be killed"
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        reads_before = line.reads
+        assert reads_before < 8
+        result = run("plc_watch", tmp_path, *options, "--resume")
+        assert result["status"] == "succeeded"
+        assert len(sink.messages) == 1  # the alert sent before the kill, and no other
+    alert = sink.messages[0]
+    assert alert["Subject"] == "Oven 1 above 80 °C"
+    readings = [s["result"]["values"][0] for s in result["steps"] if s["tool"] == "plc_read"]
+    assert len(readings) == 8
+    assert readings == sorted(readings)  # the line's temperature only rises
+    sent = [s for s in result["steps"] if s["tool"] == "mail_alert" and s["result"]["sent"]]
+    assert [s["result"]["message_id"] for s in sent] == [alert["Message-ID"]]
+    assert line.reads <= 8 + 1  # readings made before the kill were not made again
+
+
+def _logged_sent(work: Path) -> int:
+    import sqlite3
+
+    log = work / "outbox" / ".ember-sent.sqlite"
+    if not log.exists():
+        return 0
+    try:
+        with sqlite3.connect(f"file:{log}?mode=ro", uri=True) as db:
+            return int(db.execute("SELECT count(*) FROM sent WHERE state='sent'").fetchone()[0])
+    except sqlite3.OperationalError:  # being created
+        return 0
+
+
+@pytest.fixture
+def crm_database() -> Iterator[str]:
+    psycopg = pytest.importorskip("psycopg")
+    try:
+        psycopg.connect(POSTGRES, connect_timeout=3).close()
+    except psycopg.OperationalError as exc:
+        pytest.skip(f"no PostgreSQL answers at {POSTGRES} (set EMBER_TEST_POSTGRES_URL): {exc}")
+    name = f"ember_test_crm_{uuid.uuid4().hex[:8]}"
+    yield name
+    with psycopg.connect(POSTGRES, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def test_mail_merge_waits_for_approval_over_the_configured_size(
+    tmp_path: Path, crm_database: str
+) -> None:
+    with SmtpSink() as sink:
+        options = ("--postgres", POSTGRES, "--crm-database", crm_database,
+                   "--smtp", f"127.0.0.1:{sink.port}", "--customers", "8")  # fmt: skip
+        waiting = run("mail_merge", tmp_path / "long", *options, "--approval-over", "5")
+        assert waiting["status"] == "waiting"
+        assert "waits for approval" in waiting["error"]
+        assert sink.messages == []  # nothing is sent before the approval
+        approved = run("mail_merge", tmp_path / "long", *options, "--approval-over", "5",
+                       "--resume", "--approve")  # fmt: skip
+        assert approved["status"] == "succeeded"
+        assert approved["sent"] == 8
+        assert len(set(sink.message_ids())) == len(sink.messages) == 8
+        first = min(sink.messages, key=lambda m: str(m["To"]))
+        assert first["To"] == "customer01@example.com"
+        assert first["Subject"] == "Your Starter plan renews on 2026-03-01"
+        assert "Dear Customer 01," in first.get_payload(decode=True).decode()
+        short = run("mail_merge", tmp_path / "short", *options, "--approval-over", "20")
+        assert short["status"] == "succeeded"
+        assert len(sink.messages) == 16
