@@ -221,8 +221,8 @@ def _forms(when: date) -> list[str]:
 
 
 def _joined(before: str, gap: str, after: str) -> bool:
-    """Whether `before` and `after` touch with no gap (or a letter or digit): then they are one
-    longer word or number, not a date beside text (12027, 32 March)."""
+    """Whether `before` and `after` meet with no gap at a letter or digit: then they make one
+    longer word or number (12027-03-03, 13 March), not a date beside text."""
     return gap == "" and any(c.isascii() and c.isalnum() for c in before[-1:] + after[:1])
 
 
