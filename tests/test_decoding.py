@@ -380,3 +380,22 @@ def test_an_identifier_may_be_the_text_an_earlier_result_holds() -> None:
         {"path": "/srv/ticket.txt"},
         {"customer_id": "$1.content"},
     ]
+
+
+def test_a_folder_the_request_gave_is_not_read_as_a_file_once_its_files_are_listed() -> None:
+    steps = plan(
+        "There are 2 files in /home/ravi/minutes: read the first",
+        '1. list_files(directory="/home/ravi/minutes")\n2. read_file(path="/home/ravi/minutes")\n'
+        "done",
+    )
+    assert steps[0].args == {"directory": "/home/ravi/minutes"}
+    assert steps[1].args["path"].startswith("$1.files.")  # not the folder again
+
+
+def test_a_text_takes_a_whole_result_but_only_embeds_one_item_of_a_list() -> None:
+    steps = plan(
+        "Save the paid orders to /reports/paid.txt",
+        "1. query_sql(sql=\"SELECT * FROM orders WHERE status = 'paid'\")\n"
+        '2. write_file(path="/reports/paid.txt", content=$1.columns.0)\ndone',
+    )
+    assert steps[1].args["content"] != "$1.columns.0"

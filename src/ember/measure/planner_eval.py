@@ -62,6 +62,7 @@ async def evaluate_planner(
     failures: dict[str, str] = {}
     margins: dict[str, float | None] = {}
     passes: dict[str, int | None] = {}
+    end_margins: dict[str, list[float]] = {}
     for index, task in enumerate(tasks, start=1):
         planning = PlanningTask(
             task["request"], date.fromisoformat(task["today"]), tuple(catalogue)
@@ -75,6 +76,7 @@ async def evaluate_planner(
         if isinstance(planner, PlanStats):
             margins[task["id"]] = planner.last_margin
             passes[task["id"]] = planner.last_passes
+            end_margins[task["id"]] = [round(m, 3) for m in planner.last_end_margins]
         progress(f"  {index}/{len(tasks)} {task['id']}: {len(steps)} step(s) in {plan_s[-1]:.2f} s")
     catalog = {d.tool_name: d.to_json() for d in catalogue}
     summary = scoring.score(tasks, predictions, catalog)
@@ -84,6 +86,8 @@ async def evaluate_planner(
     summary["predictions"] = predictions
     if margins:  # the embedded planner's first-choice margins: to calibrate its abstain margin
         summary["first_choice_margin"] = margins
+    if end_margins:  # after each step, how much the model wanted another over `done`
+        summary["end_margins"] = end_margins
     if passes:  # model passes after the request, per task, and their median and p90
         summary["model_passes"] = passes
         summary["passes"] = _stats([float(n) for n in passes.values() if n is not None])

@@ -50,8 +50,10 @@ class Planner(Protocol):
 @runtime_checkable
 class PlanStats(Protocol):
     """What a planner that runs a model in process can tell about its last plan (for
-    `ember eval planner`): the forward passes it took after reading the request, and the first
-    choice's margin (the logit of a step over that of `done`)."""
+    `ember eval planner`): the forward passes it took after reading the request, the first
+    choice's margin (the logit of a step over that of `done`), and the same margin after each
+    step where `done` was offered."""
 
     last_passes: int | None
     last_margin: float | None
+    last_end_margins: list[float]

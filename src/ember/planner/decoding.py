@@ -71,6 +71,7 @@ class PlanDecoder:
         self._model = model
         self._abstain_margin = abstain_margin
         self.first_margin: float | None = None  # logit(step) - logit(done) at the first choice
+        self.end_margins: list[float] = []  # the same after each step, where `done` was offered
         self._cursor = Cursor(model, vocab)
         self._tools = {tool.tool_name: tool for tool in catalogue}
         self._dates = grounding.calendar_dates(today)
@@ -120,6 +121,8 @@ class PlanDecoder:
             if not steps and self._abstains(f"{step_id}. ", DONE):
                 break  # no tool fits: the model's preference for a step is too weak
             choice = cursor.choose([f"{step_id}. {name}(" for name in names] + [DONE] * can_end)
+            if can_end and steps and cursor.scores:  # how much the model wanted to go on
+                self.end_margins.append(max(cursor.scores[:-1]) - cursor.scores[-1])
             if choice == len(names):
                 break
             try:
@@ -280,6 +283,8 @@ class PlanDecoder:
         references = [] if cites_all else self._references(schema, unused or earlier)
         if not references and not cites_all:
             references = self._references(schema, earlier)
+        if kind == "text":  # one item of a list is no text to pass on: the text embeds them
+            references = [ref for ref in references if not _indexed(ref)]
         options = literal + (["$"] if references else [])
         choice = cursor.choose(options)
         if choice == len(literal):
@@ -383,8 +388,15 @@ class PlanDecoder:
         fresh = [step for step in steps if step in unused]
         found = self._references(schema, fresh or steps)
         if path:
-            literals = self._paths_given
             named = [ref for ref in found if grounding.PATH_FIELD.search(ref.split(".", 1)[-1])]
+            # A path the request gave that a step already used is not offered again where a
+            # result holds paths (a folder listed, then its files read).
+            held = json.dumps([step.args for step in earlier], ensure_ascii=False)
+            literals = [
+                p for p in self._paths_given if json.dumps(p, ensure_ascii=False) not in held
+            ]
+            if not literals and not named:
+                literals = self._paths_given
         else:
             literals = self._codes
             named = [ref for ref in found if ref.rsplit(".", 1)[-1] in (name, "id")]
@@ -434,6 +446,11 @@ class PlanDecoder:
             for step in earlier
             for path in field_paths(self._tools[step.tool].returns, schema)
         ]
+
+
+def _indexed(reference: str) -> bool:
+    """Whether a reference (`1.files.0`) points at one item of a list."""
+    return any(segment.isdigit() for segment in reference.split(".")[1:])
 
 
 def _literal(value: Any) -> str:

@@ -89,6 +89,7 @@ class LlamaPlanner:
         self.reused_tokens = 0  # of the last plan's request, how many were already read
         self.last_margin: float | None = None  # the last plan's first-choice margin
         self.last_passes: int | None = None  # the last plan's model passes after the request
+        self.last_end_margins: list[float] = []  # after each step, logit(a step) - logit(done)
 
     def _load(self) -> Any:
         if self._llm is None:
@@ -283,6 +284,7 @@ class LlamaPlanner:
                 self.typed_session = None
                 self.last_margin = decoder.first_margin
                 self.last_passes = decoder.passes
+                self.last_end_margins = decoder.end_margins
 
     async def plan(self, task: PlanningTask) -> AsyncIterator[PlanEvent]:
         loop = asyncio.get_running_loop()

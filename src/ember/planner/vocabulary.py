@@ -153,6 +153,7 @@ class Cursor:
         self.tokens: list[int] = []  # tokenized, not yet evaluated
         self.on_first_logits: Callable[[], None] | None = None
         self.passes = 0  # model passes (evaluations of pending tokens) so far
+        self.scores: list[float] = []  # see `choose`
 
     def force(self, text: str) -> None:
         self.text += text.encode()
@@ -178,10 +179,13 @@ class Cursor:
 
     def choose(self, options: Sequence[str]) -> int:
         """The option the model prefers. Each token read must spell the start of an option (or
-        cover an option and run past its end: the option is then taken, its text forced)."""
+        cover an option and run past its end: the option is then taken, its text forced).
+        `scores` keeps, for each option, the best logit of a token that starts it where the
+        options first part (empty when only one option was left to take)."""
         head = self._heal()
         rests = [head + option.encode() for option in options]
         alive = list(range(len(options)))
+        self.scores = []
         while len(alive) > 1:
             common = _common_prefix([rests[i] for i in alive])
             if len(common) > len(head) and all(len(rests[i]) > len(common) for i in alive):
@@ -198,6 +202,11 @@ class Cursor:
                 for token in self.vocab.starting_with(rest):
                     candidates.setdefault(token, []).append(i)
             logits = self._logits()
+            if not self.scores:
+                self.scores = [-np.inf] * len(options)
+                for fitting, fits in candidates.items():
+                    for i in fits:
+                        self.scores[i] = max(self.scores[i], float(logits[fitting]))
             token = max(candidates, key=lambda t: logits[t])
             piece = self.vocab.pieces[token]
             covered = [i for i in candidates[token] if len(rests[i]) <= len(piece)]
