@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -20,6 +21,7 @@ from ember.planner.compact import field_paths
 from ember.planner.decoding import PlanDecoder
 from ember.planner.vocabulary import Logits, Vocabulary, _common_prefix
 from ember.tools.demo import demo_catalog
+from ember.tools.descriptor import ToolDescriptor
 
 CATALOGUE = tuple(demo_catalog())
 TODAY = date(2026, 3, 2)  # a Monday
@@ -44,6 +46,7 @@ PIECES = [bytes([b]) for b in range(256)] + [
         "2026",
         "-03-",
         "example.com",
+        '."',
     )
 ]
 
@@ -105,13 +108,19 @@ class WishfulModel:
         return scores
 
 
-def plan(request: str, wish: str, *, abstain_margin: float | None = None) -> list[Step]:
+def plan(
+    request: str,
+    wish: str,
+    *,
+    abstain_margin: float | None = None,
+    catalogue: tuple[ToolDescriptor, ...] = CATALOGUE,
+) -> list[Step]:
     """The steps the decoder lets a model that wishes `wish` write for `request`."""
     model = WishfulModel(wish)
     decoder = PlanDecoder(
         model,
         model.vocab,
-        CATALOGUE,
+        catalogue,
         today=TODAY,
         request=request,
         abstain_margin=abstain_margin,
@@ -399,3 +408,128 @@ def test_a_text_takes_a_whole_result_but_only_embeds_one_item_of_a_list() -> Non
         '2. write_file(path="/reports/paid.txt", content=$1.columns.0)\ndone',
     )
     assert steps[1].args["content"] != "$1.columns.0"
+
+
+def test_a_text_may_end_with_a_token_that_also_closes_its_quote() -> None:
+    """`up."` is one token to the model: refused as text, the text ran on (`up. after 2`)."""
+    from ember.planner.vocabulary import Cursor
+
+    pieces = [b"", b"Hi", b" there", b'."', b" after", b".", b'"']
+    ranks = {b'."': 10.0, b" after": 9.0, b".": 1.0}
+
+    class Preferring:
+        def __init__(self) -> None:
+            self.text = b""
+
+        def tokenize(self, text: bytes, *, special: bool) -> list[int]:
+            return [pieces.index(piece) for piece in (b"Hi", b" there") if piece in text][:1]
+
+        def eval(self, tokens: Sequence[int]) -> None:
+            self.text += b"".join(pieces[t] for t in tokens)
+
+        def logits(self) -> Logits:
+            wanted = b" there" if self.text == b"Hi" else None
+            return np.array(
+                [20.0 if p == wanted else ranks.get(p, -10.0) for p in pieces], dtype=np.float32
+            )
+
+    cursor = Cursor(Preferring(), Vocabulary(pieces))
+    cursor.tokens.append(pieces.index(b"Hi"))
+    text, _ = cursor.sample("text", b'"', 10)
+    assert text == " there."
+    assert cursor.text == b"."  # held back, to be read again with the closing quote
+
+
+def _tool(name: str, properties: dict[str, Any], required: list[str]) -> ToolDescriptor:
+    return ToolDescriptor.from_json(
+        {
+            "tool_name": name,
+            "description": f"{name} (a tool of another catalogue)",
+            "parameters": {
+                "type": "object",
+                "properties": properties,
+                "required": required,
+                "additionalProperties": False,
+            },
+            "execution_mode": "sync",
+            "returns": {
+                "type": "object",
+                "properties": {
+                    "prs": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {"pr_number": {"type": "integer"}},
+                        },
+                    },
+                    "title": {"type": "string"},
+                },
+            },
+        }
+    )
+
+
+OPS = (
+    _tool(
+        "post_message",
+        {
+            "channel": {"type": "string", "pattern": "^#[a-z0-9][a-z0-9_-]*$"},
+            "text": {"type": "string"},
+        },
+        ["channel", "text"],
+    ),
+    _tool(
+        "get_on_call",
+        {
+            "team": {"type": "string"},
+            "rotation": {"type": "string", "enum": ["primary", "secondary"]},
+        },
+        ["team"],
+    ),
+    _tool(
+        "list_prs",
+        {"repo": {"type": "string"}, "state": {"type": "string", "enum": ["open", "merged"]}},
+        ["repo", "state"],
+    ),
+    _tool(
+        "get_pr",
+        {
+            "repo": {"type": "string"},
+            "pr_number": {"type": "integer", "description": "A pr_number from list_prs results."},
+        },
+        ["repo", "pr_number"],
+    ),
+)
+
+
+def test_an_optional_choice_the_request_never_states_is_left_out() -> None:
+    asked = plan(
+        "who is on the secondary rotation for payments",
+        '1. get_on_call(team="payments", rotation="secondary")\ndone',
+        catalogue=OPS,
+    )
+    assert asked[0].args == {"team": "payments", "rotation": "secondary"}
+    habit = plan(
+        "who is on call for payments",
+        '1. get_on_call(team="payments", rotation="primary")\ndone',
+        catalogue=OPS,
+    )
+    assert habit[0].args == {"team": "payments"}
+
+
+def test_a_numeric_id_the_user_gives_is_taken_as_a_number() -> None:
+    steps = plan(
+        "Show me PR 388 in payments-api",
+        '1. get_pr(repo="payments-api", pr_number=388)\n',
+        catalogue=OPS,
+    )
+    assert steps[0].args == {"repo": "payments-api", "pr_number": 388}
+
+
+def test_a_value_a_selective_pattern_constrains_is_a_span_of_the_request() -> None:
+    steps = plan(
+        "Tell #deploys we are done",
+        '1. post_message(channel="#deploy", text="We are done")\ndone',
+        catalogue=OPS,
+    )
+    assert steps[0].args["channel"] == "#deploys"

@@ -81,6 +81,7 @@ class PlanDecoder:
         self._codes = list(dict.fromkeys(grounding.CODE.findall(without_emails)))
         self._givens = grounding.givens(request)
         self._stated = grounding.stated_numbers(request)
+        self._integers = grounding.integers(request)
         self._paths_given = grounding.PATH.findall(without_emails)
         self._sources = {
             (tool.tool_name, name): source
@@ -184,9 +185,11 @@ class PlanDecoder:
                 return True
         return False
 
-    def _invented_number(self, value: Any) -> bool:
-        """A literal number that the request does not state (options the model adds from
-        habit: "max_words": 50)."""
+    def _unstated(self, schema: dict[str, Any], value: Any) -> bool:
+        """A literal number, or one of an enum's values, that the request does not state:
+        options the model adds from habit ("max_words": 50, "rotation": "primary")."""
+        if isinstance(value, str) and "enum" in schema:
+            return not grounding.states(self._request, value)
         if isinstance(value, bool) or not isinstance(value, int | float):
             return False
         return value not in self._stated
@@ -234,8 +237,8 @@ class PlanDecoder:
             grounded = self._grounded(tool.tool_name, name, props[name], earlier, unused)
             if grounded is None:
                 value = self._value(props[name], earlier, unused)
-                if name in required or not self._invented_number(value):
-                    args[name] = value  # an optional number the user never said is left out
+                if name in required or not self._unstated(props[name], value):
+                    args[name] = value  # an optional number or choice never said: left out
             else:
                 args[name] = self._identifier(
                     props[name], earlier, grounded, sourced=(tool.tool_name, name) in self._sources
@@ -297,6 +300,9 @@ class PlanDecoder:
         if kind in ("integer", "number"):
             text, _ = cursor.sample(kind, b",)]", _SHORT_TOKENS)
             return _number(options[choice] + text, kind)
+        if kind == "text" and (spans := grounding.spans_matching(self._request, schema)):
+            # a value the pattern constrains, and the request spells: one of those spans
+            return spans[cursor.choose([_literal(span)[1:] for span in spans])]
         if kind == "text":
             # A parameter documented to embed results ("{$N.field}") carries every result that
             # nothing else uses: a static plan has no other way to deliver them.
@@ -398,7 +404,7 @@ class PlanDecoder:
             if not literals and not named:
                 literals = self._paths_given
         else:
-            literals = self._codes
+            literals = self._integers if schema.get("type") == "integer" else self._codes
             named = [ref for ref in found if ref.rsplit(".", 1)[-1] in (name, "id")]
             if not named and not literals and source is None:
                 # An id held as plain text by a result nothing uses yet ("the file holds
@@ -408,7 +414,7 @@ class PlanDecoder:
                     for step in fresh
                     for path in text_paths(self._tools[step.tool].returns)
                 ]
-        return [f'"{value}"' for value in literals] + [
+        return [_literal(value) for value in literals] + [
             f"${ref}" for ref in named or (found if source else [])
         ]
 
@@ -419,7 +425,8 @@ class PlanDecoder:
         freely but must appear in the request (an identifier is not an email address); a
         sourced value cannot be had."""
         if options:
-            return options[self._cursor.choose(options)].strip('"')
+            chosen = options[self._cursor.choose(options)]
+            return chosen if chosen.startswith("$") else json.loads(chosen)
         if sourced:
             raise _Ungrounded
         text = self._value(schema, earlier)

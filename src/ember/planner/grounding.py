@@ -28,11 +28,14 @@ __all__ = [
     "Given",
     "calendar_dates",
     "givens",
+    "integers",
     "is_identifier",
     "reapplies",
     "source_of",
+    "spans_matching",
     "standard_codes",
     "stated_numbers",
+    "states",
 ]
 
 EMAIL = re.compile(r"[^@\s\"'<>(),;:]+@[^@\s\"'<>(),;:]+\.[A-Za-z]{2,}")
@@ -77,6 +80,39 @@ def stated_numbers(request: str) -> set[float]:
     rest = QUOTED.sub(" ", request)
     digits = {float(n.replace(",", "")) for n in NUMBER.findall(EMAIL.sub(" ", rest))}
     return digits | {value for values in spoken_numbers(rest) for value in values}
+
+
+def integers(request: str) -> list[int]:
+    """The whole numbers the request writes in digits (an id may be one: "PR 412")."""
+    rest = EMAIL.sub(" ", QUOTED.sub(" ", request))
+    found = [n.replace(",", "") for n in NUMBER.findall(rest)]
+    return list(dict.fromkeys(int(n) for n in found if n.isdigit()))
+
+
+def states(request: str, value: str) -> bool:
+    """Whether the request says `value`, one of a parameter's choices ("in_progress" is said
+    by "in progress"): each of its words of three letters or more begins a word there."""
+    words = [word for word in re.split(r"[\s_-]+", value.lower()) if len(word) >= 3]
+    text = request.lower()
+    return bool(words) and all(re.search(rf"\b{re.escape(word)}", text) for word in words)
+
+
+def spans_matching(request: str, schema: dict[str, Any]) -> list[str]:
+    """The words of the request (also the parts of a hyphenated or slashed one) that a string
+    parameter's `pattern` accepts, when the pattern is selective: it rejects most of the
+    request's words. Empty otherwise: the value is written freely."""
+    pattern = schema.get("pattern")
+    if not pattern or schema.get("format") or "enum" in schema:
+        return []
+    words = [word.strip(".,;:!?()[]'\"“”「」") for word in request.split()]
+    parts = [part for word in words for part in (word, *re.split(r"[-/]", word)) if part]
+    try:
+        accepted = [part for part in parts if re.fullmatch(pattern, part)]
+    except re.error:
+        return []
+    if not accepted or 2 * len({p for p in accepted}) > len(set(words)):
+        return []
+    return list(dict.fromkeys(accepted))
 
 
 def _plain(value: float) -> str:

@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 __all__ = ["VOCABULARY_FORMAT", "Cursor", "LanguageModel", "Logits", "Vocabulary"]
 
-VOCABULARY_FORMAT = "1"  # bump when the masks change: saved vocabularies are keyed by it
+VOCABULARY_FORMAT = "2"  # bump when the masks change: saved vocabularies are keyed by it
 
 Mask = npt.NDArray[np.bool_]
 Logits = npt.NDArray[np.float32]
@@ -72,7 +72,7 @@ def _opens_reference(text: bytes) -> bool:
     return body is not None and _fits("text", body)
 
 
-_MASK_NAMES = ("text", *_CHARSETS, "opener")
+_MASK_NAMES = ("text", *_CHARSETS, "opener", "text_quote")
 
 
 class Vocabulary:
@@ -95,8 +95,16 @@ class Vocabulary:
                 count=len(self.pieces),
             )
             for kind in _MASK_NAMES
-            if kind != "opener"
+            if kind not in ("opener", "text_quote")
         }
+        masks["text_quote"] = np.fromiter(  # text that closes its quote: `."`, `?"`
+            (
+                len(piece) > 1 and piece.endswith(b'"') and _fits("text", piece[:-1])
+                for piece in self.pieces
+            ),
+            dtype=np.bool_,
+            count=len(self.pieces),
+        )
         masks["opener"] = np.fromiter(
             (_opens_reference(piece) for piece in self.pieces),
             dtype=np.bool_,
@@ -249,6 +257,8 @@ class Cursor:
         head = self._heal()
         value = b""
         allowed = self.vocab.masks[kind] | self.vocab.masks["opener"] & openers
+        if kind == "text" and b'"' in closing:  # `up."`: the text's end and its closing quote
+            allowed = allowed | self.vocab.masks["text_quote"]
         closers = {bytes([byte]) for byte in closing}
         for byte in closers:
             allowed[self.vocab.starting_with(byte)] = True
@@ -270,6 +280,10 @@ class Cursor:
             verdict = self._classify(piece, kind, closers, openers)
             if verdict == "close":
                 break
+            if verdict == "end":  # the closing is the caller's to force: held back as text
+                value += piece[:-1]
+                self.text = head + piece[:-1]
+                return value.decode("utf-8", errors="replace"), opened
             self.tokens.append(token)
             value += piece
             head = b""
@@ -287,7 +301,9 @@ class Cursor:
             return "close"
         if openers and _opens_reference(piece):
             return "open"
-        return "value" if _fits(kind, piece) else ""
+        if _fits(kind, piece):
+            return "value"
+        return "end" if len(piece) > 1 and piece[-1:] in closers and _fits(kind, piece[:-1]) else ""
 
 
 def _common_prefix(items: list[bytes]) -> bytes:
