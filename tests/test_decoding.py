@@ -533,3 +533,11 @@ def test_a_value_a_selective_pattern_constrains_is_a_span_of_the_request() -> No
         catalogue=OPS,
     )
     assert steps[0].args["channel"] == "#deploys"
+
+
+def test_a_number_given_counts_as_used_by_its_value() -> None:
+    steps = plan(
+        "Weather in Oslo on March 8, please",
+        '1. get_weather(city="Oslo", date="2026-03-08")\ndone',
+    )
+    assert len(steps) == 1  # "8" is held by 2026-03-08

@@ -157,13 +157,17 @@ class PlanDecoder:
 
     def _unused_givens(self, steps: list[Step]) -> list[str]:
         """What the user gave (see `grounding.givens`) that no step's arguments hold yet, each
-        in the form it was written."""
+        in the form it was written. A number counts as held by its value ("8" by "2026-03-08",
+        "120" by 120)."""
         held = json.dumps([step.args for step in steps], ensure_ascii=False)
-        digits = re.sub(r"[^0-9]+", " ", held).split()
+        numbers = {float(n) for n in _DECIMAL.findall(held)}
         return [
             given[0]
             for given in self._givens
-            if not any((form in held and not form.isdigit()) or form in digits for form in given)
+            if not any(
+                float(form) in numbers if _DECIMAL.fullmatch(form) else form in held
+                for form in given
+            )
         ]
 
     def _takes(self, tool: str, given: str) -> bool:
@@ -453,6 +457,9 @@ class PlanDecoder:
             for step in earlier
             for path in field_paths(self._tools[step.tool].returns, schema)
         ]
+
+
+_DECIMAL = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 
 
 def _indexed(reference: str) -> bool:
