@@ -541,3 +541,14 @@ def test_a_number_given_counts_as_used_by_its_value() -> None:
         '1. get_weather(city="Oslo", date="2026-03-08")\ndone',
     )
     assert len(steps) == 1  # "8" is held by 2026-03-08
+
+
+def test_a_tool_that_needs_one_of_its_optional_values_waits_for_one() -> None:
+    # lookup_customer takes an id or an address (minProperties 1): the request gives neither
+    assert plan("Look up the customer please", "1. lookup_customer(email=$1.email)\ndone") == []
+    steps = plan(
+        "Weather in Oslo on 2026-03-05, and look up the customer",
+        '1. get_weather(city="Oslo", date="2026-03-05")\n2. lookup_customer(email=$1.email)\n',
+    )
+    assert steps[0].tool == "get_weather"
+    assert all(step.tool != "lookup_customer" for step in steps)

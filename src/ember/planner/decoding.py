@@ -204,6 +204,11 @@ class PlanDecoder:
         path freely (it must then appear in the request); a later one may not."""
         tool = self._tools[name]
         props = tool.parameters.get("properties", {})
+        if tool.parameters.get("minProperties") and not tool.parameters.get("required"):
+            # one of its optional values at least (lookup_customer: an id or an address)
+            grounded = [self._grounded(name, p, props[p], earlier, unused) for p in props]
+            if earlier and all(options == [] for options in grounded):
+                return False
         for param in tool.parameters.get("required", []):
             options = self._grounded(name, param, props.get(param, {}), earlier, unused)
             sourced = (name, param) in self._sources
@@ -231,6 +236,8 @@ class PlanDecoder:
             can_close = not required.intersection(remaining) and bool(
                 args or not tool.parameters.get("minProperties")
             )
+            if not candidates and not can_close:
+                raise _Ungrounded  # it needs one of its optional values, and none is grounded
             separator = ", " if args else ""
             options = [f"{separator}{name}=" for name in candidates]
             choice = cursor.choose(options + (closings if can_close else []))
