@@ -418,13 +418,10 @@ class PlanDecoder:
             literals = self._integers if schema.get("type") == "integer" else self._codes
             named = [ref for ref in found if ref.rsplit(".", 1)[-1] in (name, "id")]
             if not named and not literals and source is None:
-                # An id held as plain text by a result nothing uses yet ("the file holds
-                # nothing but a customer id"): that text may be the id.
-                named = [
-                    f"{step.id}{path}"
-                    for step in fresh
-                    for path in text_paths(self._tools[step.tool].returns)
-                ]
+                # An id held as the one plain text of a result nothing uses yet ("the file
+                # holds nothing but a customer id"): that text may be the id.
+                texts = [(step, text_paths(self._tools[step.tool].returns)) for step in fresh]
+                named = [f"{step.id}{paths[0]}" for step, paths in texts if len(paths) == 1]
         return [_literal(value) for value in literals] + [
             f"${ref}" for ref in named or (found if source else [])
         ]
