@@ -112,7 +112,7 @@ def plan(
     request: str,
     wish: str,
     *,
-    abstain_margin: float | None = None,
+    abstain: tuple[float, float] | None = None,
     catalogue: tuple[ToolDescriptor, ...] = CATALOGUE,
 ) -> list[Step]:
     """The steps the decoder lets a model that wishes `wish` write for `request`."""
@@ -123,7 +123,7 @@ def plan(
         catalogue,
         today=TODAY,
         request=request,
-        abstain_margin=abstain_margin,
+        abstain=abstain,
     )
     return decoder.decode(f"Request: {request}{PLAN}", on_step=lambda _: None)
 
@@ -238,12 +238,34 @@ def test_a_call_made_again_on_its_own_output_ends_the_plan() -> None:
 
 
 def test_a_weak_preference_for_any_step_is_an_empty_plan() -> None:
-    chat = plan("Tell me a joke", "done", abstain_margin=0.5)
+    chat = plan("Tell me a joke", "done", abstain=(0.5, 1.0))
     assert chat == []
     weather = plan(
         "Weather in Oslo on 2026-03-05",
         '1. get_weather(city="Oslo", date="2026-03-05")\ndone',
-        abstain_margin=0.5,
+        abstain=(0.5, 1.0),
+    )
+    assert [step.tool for step in weather] == ["get_weather"]
+
+
+def test_in_doubt_a_first_call_is_kept_only_if_the_request_gives_its_values() -> None:
+    doubtful = (-50.0, 50.0)  # every first choice is in the band: the values decide
+    flight = plan(
+        "Book me a flight from Paris to New York on 2026-07-20",
+        '1. search_hotels(city="Paris", check_in="2026-07-20", nights=1)\ndone',
+        abstain=doubtful,
+    )
+    assert flight == []  # one night: a number nobody said
+    capital = plan(
+        "What's the capital of Australia?",
+        '1. get_weather(city="Canberra", date="2026-03-02")\ndone',
+        abstain=doubtful,
+    )
+    assert capital == []  # a city the request does not name
+    weather = plan(
+        "Should I pack an umbrella for Oslo on 2026-03-05?",
+        '1. get_weather(city="Oslo", date="2026-03-05")\ndone',
+        abstain=doubtful,
     )
     assert [step.tool for step in weather] == ["get_weather"]
 

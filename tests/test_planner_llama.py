@@ -258,16 +258,18 @@ def test_a_request_typed_ahead_is_read_before_it_is_submitted() -> None:
 @pytest.mark.model
 @pytest.mark.skipif(_model_available() is not None, reason=str(_model_available()))
 def test_a_request_no_tool_fits_gets_an_empty_plan() -> None:
-    """The default model prefers some tool for almost any request; how much it prefers one
-    tells the requests no tool fits apart (the calibrated abstain margin)."""
+    """The default model prefers some tool for almost any request; how much it prefers one,
+    and whether the request gives the values of the call it prefers, tell the requests no tool
+    fits apart (the abstain band)."""
     from ember.planner.llama import LlamaPlanner
 
     planner = LlamaPlanner(prefix_cache=False)
-    assert planner.abstain_margin is not None
+    assert planner.abstain_band is not None
+    low, high = planner.abstain_band
     assert _plan(planner, "Play some jazz on the living-room speakers.") == []
     assert planner.last_margin is not None
-    assert planner.last_margin < planner.abstain_margin
+    assert planner.last_margin < high
     weather = _plan(planner, "What's the weather in Oslo on 2026-03-05?")
     assert [step.tool for step in weather] == ["get_weather"]
     assert planner.last_margin is not None
-    assert planner.last_margin >= planner.abstain_margin
+    assert planner.last_margin >= low

@@ -84,7 +84,7 @@ async def evaluate_planner(
     summary["planner_errors"] = failures
     summary["latency_s"] = latency_summary(ttft, plan_s)
     summary["predictions"] = predictions
-    if margins:  # the embedded planner's first-choice margins: to calibrate its abstain margin
+    if margins:  # the embedded planner's first-choice margins: to set its abstain band by
         summary["first_choice_margin"] = margins
     if end_margins:  # after each step, how much the model wanted another over `done`
         summary["end_margins"] = end_margins

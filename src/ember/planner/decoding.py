@@ -66,10 +66,10 @@ class PlanDecoder:
         *,
         today: date,
         request: str,
-        abstain_margin: float | None = None,
+        abstain: tuple[float, float] | None = None,
     ) -> None:
         self._model = model
-        self._abstain_margin = abstain_margin
+        self._abstain = abstain
         self.first_margin: float | None = None  # logit(step) - logit(done) at the first choice
         self.end_margins: list[float] = []  # the same after each step, where `done` was offered
         self._cursor = Cursor(model, vocab)
@@ -119,7 +119,8 @@ class PlanDecoder:
             can_end = pushed >= _MAX_PUSHED or not any(
                 self._takes(name, v) for name in names for v in left
             )
-            if not steps and self._abstains(f"{step_id}. ", DONE):
+            doubt = not steps and self._doubt(f"{step_id}. ", DONE)
+            if doubt == "abstain":
                 break  # no tool fits: the model's preference for a step is too weak
             choice = cursor.choose([f"{step_id}. {name}(" for name in names] + [DONE] * can_end)
             if can_end and steps and cursor.scores:  # how much the model wanted to go on
@@ -134,6 +135,10 @@ class PlanDecoder:
                 break  # a repeated call: small models loop; a plan never needs one twice
             if grounding.reapplies(step, steps):
                 break  # the same call again on its own output: a loop (summary of a summary)
+            if doubt == "check" and grounding.unsupported(
+                step, self._tools[step.tool], self._request
+            ):
+                break  # a weak preference, and a first call the request gives no values for
             steps.append(step)
             on_step(step)
             used_some = len(self._unused_givens(steps)) < len(left)
@@ -145,15 +150,20 @@ class PlanDecoder:
         """Forward passes of the model so far, after the one that read the request."""
         return max(0, self._cursor.passes - 1)
 
-    def _abstains(self, step: str, done: str) -> bool:
-        """Whether the model's logit for starting `step` exceeds its logit for `done` by less
-        than the abstain margin. Small models prefer some tool for almost any request; how
-        much they prefer it separates the requests no tool fits (docs/benchmarks.md). The
-        margin is kept in `first_margin`, to calibrate the threshold by."""
+    def _doubt(self, step: str, done: str) -> str:
+        """How the first choice is decided, from the model's logit for starting `step` over
+        its logit for `done` (`first_margin`): below the abstain band's low end, no tool fits
+        ("abstain"); within the band, the first call is made and kept only if the request
+        gives its values ("check", `grounding.unsupported`); above it, "plan". Small models
+        prefer some tool for almost any request; how much separates the requests no tool
+        fits, but not by a margin that holds across catalogues (docs/benchmarks.md)."""
         self.first_margin = self._cursor.margin(step.encode(), done.encode())
-        if self._abstain_margin is None or self.first_margin is None:
-            return False
-        return self.first_margin < self._abstain_margin
+        if self._abstain is None or self.first_margin is None:
+            return "plan"
+        low, high = self._abstain
+        if self.first_margin < low:
+            return "abstain"
+        return "check" if self.first_margin < high else "plan"
 
     def _unused_givens(self, steps: list[Step]) -> list[str]:
         """What the user gave (see `grounding.givens`) that no step's arguments hold yet, each

@@ -36,6 +36,7 @@ __all__ = [
     "standard_codes",
     "stated_numbers",
     "states",
+    "unsupported",
 ]
 
 EMAIL = re.compile(r"[^@\s\"'<>(),;:]+@[^@\s\"'<>(),;:]+\.[A-Za-z]{2,}")
@@ -80,6 +81,34 @@ def stated_numbers(request: str) -> set[float]:
     rest = QUOTED.sub(" ", request)
     digits = {float(n.replace(",", "")) for n in NUMBER.findall(EMAIL.sub(" ", rest))}
     return digits | {value for values in spoken_numbers(rest) for value in values}
+
+
+def unsupported(step: Step, tool: ToolDescriptor, request: str) -> list[str]:
+    """The arguments of a first call whose values the request does not give: a number it
+    does not state, or a short text (three words at most) it does not contain. A longer text
+    is the model's to compose (a query, a message), and a request in Chinese may name a city
+    the model writes in English, so neither is judged."""
+    properties = tool.parameters.get("properties", {})
+    stated = stated_numbers(request)
+    lowered = request.casefold()
+    composed_elsewhere = bool(re.search(r"[\u3000-\u9fff]", request))
+    found = []
+    for name, value in step.args.items():
+        kind = value_kind(properties.get(name, {}))
+        if isinstance(value, bool) or (isinstance(value, str) and value.startswith("$")):
+            continue
+        if isinstance(value, int | float) and kind in ("integer", "number"):
+            if value not in stated:
+                found.append(name)
+        elif (
+            isinstance(value, str)
+            and kind == "text"
+            and len(value.split()) <= 3
+            and value.casefold() not in lowered
+            and not composed_elsewhere
+        ):
+            found.append(name)
+    return found
 
 
 def integers(request: str) -> list[int]:

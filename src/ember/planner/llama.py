@@ -65,14 +65,14 @@ class LlamaPlanner:
         n_threads: int | None = None,
         n_threads_batch: int | None = None,
         prefix_cache: bool = True,
-        abstain_margin: float | None = None,
+        abstain_band: tuple[float, float] | None = None,
     ) -> None:
         self.model_path: Path = resolve_model(model)
         shipped = shipped_model(model)
-        self.abstain_margin = (
-            abstain_margin
-            if abstain_margin is not None
-            else (shipped.abstain_margin if shipped is not None else None)
+        self.abstain_band = (
+            abstain_band
+            if abstain_band is not None
+            else (shipped.abstain_band if shipped is not None else None)
         )
         self._n_ctx = n_ctx
         # Every core: on 2 quiet cores a pass of the 1.5B model after a ~1,200-token prompt
@@ -269,7 +269,7 @@ class LlamaPlanner:
                 task.catalogue,
                 today=task.today,
                 request=task.request,
-                abstain_margin=self.abstain_margin,
+                abstain=self.abstain_band,
             )
             prompt = build_request(task.request, task.today)
             tokens = llm.tokenize(prompt.encode(), add_bos=False, special=True)

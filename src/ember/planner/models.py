@@ -39,10 +39,11 @@ class ShippedModel(msgspec.Struct, frozen=True):
     size: int
     sha256: str
     licence: str
-    # The plan starts with `done` (no tool fits) when the model's logit for starting a step
-    # exceeds its logit for `done` by less than this; None: only where the model prefers
-    # `done`. Calibrated per model (docs/benchmarks.md, "No tool fits").
-    abstain_margin: float | None = None
+    # How the plan's first choice is decided from the model's logit for starting a step over
+    # its logit for `done` (`PlanDecoder._doubt`): below the low end, no tool fits; within the
+    # band, the first call must take its values from the request; None: only where the model
+    # prefers `done`. Set per model from the dev set (docs/benchmarks.md, "No tool fits").
+    abstain_band: tuple[float, float] | None = None
 
     def part_paths(self) -> list[Path]:
         paths = []
@@ -76,7 +77,7 @@ SHIPPED_MODELS: dict[str, ShippedModel] = {
         size=1_117_320_768,
         sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
         licence="Apache-2.0 (upstream Qwen2.5-Coder; not shipped in the PyPI parts)",
-        abstain_margin=6.25,
+        abstain_band=(3.0, 7.0),
     ),
 }
 DEFAULT_MODEL = "qwen2.5-coder-1.5b"
