@@ -574,3 +574,13 @@ def test_a_tool_that_needs_one_of_its_optional_values_waits_for_one() -> None:
     )
     assert steps[0].tool == "get_weather"
     assert all(step.tool != "lookup_customer" for step in steps)
+
+
+def test_a_date_is_one_the_request_names_when_it_names_any() -> None:
+    steps = plan("Weather in Oslo tomorrow?", '1. get_weather(city="Oslo", date="2026-03-05")\n')
+    assert steps[0].args["date"] == "2026-03-03"  # tomorrow, on 2026-03-02
+    assert grounding.named_dates("From March 18 to 2026-03-20, or tomorrow", TODAY) == [
+        "2026-03-18",
+        "2026-03-20",
+        "2026-03-03",
+    ]

@@ -75,6 +75,7 @@ class PlanDecoder:
         self._cursor = Cursor(model, vocab)
         self._tools = {tool.tool_name: tool for tool in catalogue}
         self._dates = grounding.calendar_dates(today)
+        self._named_dates = grounding.named_dates(request, today)
         self._request = request
         self._emails = list(dict.fromkeys(grounding.EMAIL.findall(request)))
         without_emails = grounding.EMAIL.sub(" ", request)
@@ -334,9 +335,11 @@ class PlanDecoder:
         if kind == "code3" and (codes := grounding.standard_codes(schema)):
             return codes[cursor.choose([f'{code}"' for code in codes])]
         if kind == "date":
-            # One choice among real calendar dates: "20" and the dashes are forced, so a date
-            # costs ~5 model passes instead of 10 (Qwen writes one digit a token).
-            return self._dates[cursor.choose([f'{day}"' for day in self._dates])]
+            # The dates the request names, written out ("tomorrow (2026-03-03)"): one pass
+            # or none. A request that names none: one choice among real calendar dates, "20"
+            # and the dashes forced, ~5 passes (Qwen writes one digit a token).
+            days = self._named_dates or self._dates
+            return days[cursor.choose([f'{day}"' for day in days])]
         text, _ = cursor.sample(kind, b'"', _SHORT_TOKENS)
         cursor.force('"')
         return text

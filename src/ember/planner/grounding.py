@@ -15,6 +15,7 @@ from typing import Any
 
 from ember.plan import Step, references
 from ember.planner.compact import value_kind
+from ember.planner.dates import annotate_dates
 from ember.planner.numbers import spoken_numbers
 from ember.tools.descriptor import ToolDescriptor
 
@@ -30,6 +31,7 @@ __all__ = [
     "givens",
     "integers",
     "is_identifier",
+    "named_dates",
     "reapplies",
     "source_of",
     "spans_matching",
@@ -109,6 +111,15 @@ def unsupported(step: Step, tool: ToolDescriptor, request: str) -> list[str]:
         ):
             found.append(name)
     return found
+
+
+def named_dates(request: str, today: date) -> list[str]:
+    """The calendar dates a request names, as written or as its relative phrases mean them
+    (`ember.planner.dates`), in order: "tomorrow" on 2026-03-02 -> 2026-03-03."""
+    annotated = annotate_dates(request, today)
+    found = re.findall(r"(?<![\d-])(\d{4}-\d{2}-\d{2})(?![\d-])", annotated)
+    valid = set(calendar_dates(today))
+    return [day for day in dict.fromkeys(found) if day in valid]
 
 
 def integers(request: str) -> list[int]:
