@@ -584,3 +584,11 @@ def test_a_date_is_one_the_request_names_when_it_names_any() -> None:
         "2026-03-20",
         "2026-03-03",
     ]
+
+
+def test_after_each_step_the_wish_to_go_on_over_done_is_measured() -> None:
+    model = WishfulModel('1. get_weather(city="Oslo", date="2026-03-05")\ndone')
+    decoder = PlanDecoder(model, model.vocab, CATALOGUE, today=TODAY, request="Oslo 2026-03-05")
+    decoder.decode(f"Request: Oslo{PLAN}", on_step=lambda _: None)
+    assert len(decoder.end_margins) == 1
+    assert decoder.end_margins[0] < 0  # it wanted `done`

@@ -189,7 +189,7 @@ class Cursor:
         """The option the model prefers. Each token read must spell the start of an option (or
         cover an option and run past its end: the option is then taken, its text forced).
         `scores` keeps, for each option, the best logit of a token that starts it where the
-        options first part (empty when only one option was left to take)."""
+        options first part (empty when they never did: one option was left to take)."""
         head = self._heal()
         rests = [head + option.encode() for option in options]
         alive = list(range(len(options)))
@@ -210,7 +210,8 @@ class Cursor:
                 for token in self.vocab.starting_with(rest):
                     candidates.setdefault(token, []).append(i)
             logits = self._logits()
-            if not self.scores:
+            parting = any(len(fits) < len(alive) for fits in candidates.values())
+            if not self.scores and parting:
                 self.scores = [-np.inf] * len(options)
                 for fitting, fits in candidates.items():
                     for i in fits:
