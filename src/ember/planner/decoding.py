@@ -30,7 +30,7 @@ from typing import Any
 
 from ember.plan import Step, references
 from ember.planner import grounding
-from ember.planner.compact import DONE, field_paths, text_paths, value_kind
+from ember.planner.compact import DONE, field_paths, value_kind
 from ember.planner.vocabulary import Cursor, LanguageModel, Vocabulary
 from ember.tools.descriptor import ToolDescriptor
 
@@ -74,22 +74,9 @@ class PlanDecoder:
         self.end_margins: list[float] = []  # the same after each step, where `done` was offered
         self._cursor = Cursor(model, vocab)
         self._tools = {tool.tool_name: tool for tool in catalogue}
-        self._dates = grounding.calendar_dates(today)
-        self._named_dates = grounding.named_dates(request, today)
+        self._grounds = grounding.Grounds(catalogue, request, today)
         self._request = request
-        self._emails = list(dict.fromkeys(grounding.EMAIL.findall(request)))
-        without_emails = grounding.EMAIL.sub(" ", request)
-        self._codes = list(dict.fromkeys(grounding.CODE.findall(without_emails)))
         self._givens = grounding.givens(request)
-        self._stated = grounding.stated_numbers(request)
-        self._integers = grounding.integers(request)
-        self._paths_given = grounding.PATH.findall(without_emails)
-        self._sources = {
-            (tool.tool_name, name): source
-            for tool in catalogue
-            for name, schema in tool.parameters.get("properties", {}).items()
-            if (source := grounding.source_of(schema, self._tools, tool.tool_name))
-        }
 
     def decode(
         self,
@@ -200,15 +187,6 @@ class PlanDecoder:
                 return True
         return False
 
-    def _unstated(self, schema: dict[str, Any], value: Any) -> bool:
-        """A literal number, or one of an enum's values, that the request does not state:
-        options the model adds from habit ("max_words": 50, "rotation": "primary")."""
-        if isinstance(value, str) and "enum" in schema:
-            return not grounding.states(self._request, value)
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return False
-        return value not in self._stated
-
     def _available(self, name: str, earlier: list[Step], unused: Sequence[Step]) -> bool:
         """Whether every required parameter of tool `name` that must be grounded (see
         `_grounded`) has a value to take. A first step may still write an identifier or a
@@ -217,12 +195,12 @@ class PlanDecoder:
         props = tool.parameters.get("properties", {})
         if tool.parameters.get("minProperties") and not tool.parameters.get("required"):
             # one of its optional values at least (lookup_customer: an id or an address)
-            grounded = [self._grounded(name, p, props[p], earlier, unused) for p in props]
+            grounded = [self._grounds.options(name, p, props[p], earlier, unused) for p in props]
             if earlier and all(options == [] for options in grounded):
                 return False
         for param in tool.parameters.get("required", []):
-            options = self._grounded(name, param, props.get(param, {}), earlier, unused)
-            sourced = (name, param) in self._sources
+            options = self._grounds.options(name, param, props.get(param, {}), earlier, unused)
+            sourced = (name, param) in self._grounds.sources
             if options == [] and (sourced or earlier):
                 return False
         return True
@@ -238,7 +216,7 @@ class PlanDecoder:
             unused = self._unused(earlier, args)
             candidates: list[str] = []
             for name in remaining:
-                grounded = self._grounded(tool.tool_name, name, props[name], earlier, unused)
+                grounded = self._grounds.options(tool.tool_name, name, props[name], earlier, unused)
                 if grounded == [] and name not in required:
                     continue  # an optional identifier nothing grounds: left out
                 candidates.append(name)
@@ -256,14 +234,17 @@ class PlanDecoder:
                 break
             name = candidates[choice]
             remaining = remaining[remaining.index(name) + 1 :]
-            grounded = self._grounded(tool.tool_name, name, props[name], earlier, unused)
+            grounded = self._grounds.options(tool.tool_name, name, props[name], earlier, unused)
             if grounded is None:
                 value = self._value(props[name], earlier, unused)
-                if name in required or not self._unstated(props[name], value):
+                if name in required or not self._grounds.unstated(props[name], value):
                     args[name] = value  # an optional number or choice never said: left out
             else:
                 args[name] = self._identifier(
-                    props[name], earlier, grounded, sourced=(tool.tool_name, name) in self._sources
+                    props[name],
+                    earlier,
+                    grounded,
+                    sourced=(tool.tool_name, name) in self._grounds.sources,
                 )
         after = self._after(earlier) if choice - len(candidates) == 1 else []
         return Step(id=step_id, tool=tool.tool_name, args=args, after=after)
@@ -305,9 +286,9 @@ class PlanDecoder:
         literal = starts.get(kind, ['"'])
         # Several results to deliver in one text parameter: a text citing each, not one whole.
         cites_all = "{$" in schema.get("description", "") and len(unused) > 1
-        references = [] if cites_all else self._references(schema, unused or earlier)
+        references = [] if cites_all else self._grounds.references(schema, unused or earlier)
         if not references and not cites_all:
-            references = self._references(schema, earlier)
+            references = self._grounds.references(schema, earlier)
         if kind == "text":  # one item of a list is no text to pass on: the text embeds them
             references = [ref for ref in references if not _indexed(ref)]
         options = literal + (["$"] if references else [])
@@ -338,7 +319,7 @@ class PlanDecoder:
             # The dates the request names, written out ("tomorrow (2026-03-03)"): one pass
             # or none. A request that names none: one choice among real calendar dates, "20"
             # and the dashes forced, ~5 passes (Qwen writes one digit a token).
-            days = self._named_dates or self._dates
+            days = self._grounds.named_dates or self._grounds.dates
             return days[cursor.choose([f'{day}"' for day in days])]
         text, _ = cursor.sample(kind, b'"', _SHORT_TOKENS)
         cursor.force('"')
@@ -379,65 +360,11 @@ class PlanDecoder:
     def _email(self, schema: dict[str, Any], earlier: list[Step]) -> str:
         """An address the request names or an earlier result holds (list items too): a small
         model invents addresses ("your_email@example.com") for emails nobody asked to send."""
-        options = self._grounded("", "", schema, earlier, earlier) or []
+        options = self._grounds.options("", "", schema, earlier, earlier) or []
         if not options:
             raise _Ungrounded
         chosen = options[self._cursor.choose(options)]
         return chosen.strip('"')
-
-    def _grounded(
-        self,
-        tool: str,
-        name: str,
-        schema: dict[str, Any],
-        earlier: list[Step],
-        unused: Sequence[Step],
-    ) -> list[str] | None:
-        """The values a parameter the user or an earlier result must supply may take; None
-        for other parameters. Small models fill such parameters with whatever is at hand
-        ("hotel_id": "Paris", a path from the examples).
-
-        - an absolute path (a parameter documented as a path or directory): one the request
-          spells out, or an earlier result's field named like one (`path`, `files.0`);
-        - an identifier (`customer_id`): a code the request gives ("C-20417"), or an earlier
-          result's field of the same name;
-        - a parameter documented to come from another tool ("A hotel_id from search_hotels
-          results"): a code the request gives, or a field of that tool's results.
-        - an email address: one the request names, or an earlier result's email field.
-        References go to results nothing uses yet where there are any: each feeds one call."""
-        if schema.get("format") == "email":
-            found = [f"${ref}" for ref in self._references(schema, earlier)]
-            return [f'"{address}"' for address in self._emails] + found
-        source = self._sources.get((tool, name))
-        path = value_kind(schema) == "text" and bool(
-            grounding.PATH_PARAMETER.search(schema.get("description", ""))
-        )
-        if source is None and not path and not grounding.is_identifier(name, schema):
-            return None
-        steps = [step for step in earlier if source is None or step.tool == source]
-        fresh = [step for step in steps if step in unused]
-        found = self._references(schema, fresh or steps)
-        if path:
-            named = [ref for ref in found if grounding.PATH_FIELD.search(ref.split(".", 1)[-1])]
-            # A path the request gave that a step already used is not offered again where a
-            # result holds paths (a folder listed, then its files read).
-            held = json.dumps([step.args for step in earlier], ensure_ascii=False)
-            literals = [
-                p for p in self._paths_given if json.dumps(p, ensure_ascii=False) not in held
-            ]
-            if not literals and not named:
-                literals = self._paths_given
-        else:
-            literals = self._integers if schema.get("type") == "integer" else self._codes
-            named = [ref for ref in found if ref.rsplit(".", 1)[-1] in (name, "id")]
-            if not named and not literals and source is None:
-                # An id held as the one plain text of a result nothing uses yet ("the file
-                # holds nothing but a customer id"): that text may be the id.
-                texts = [(step, text_paths(self._tools[step.tool].returns)) for step in fresh]
-                named = [f"{step.id}{paths[0]}" for step, paths in texts if len(paths) == 1]
-        return [_literal(value) for value in literals] + [
-            f"${ref}" for ref in named or (found if source else [])
-        ]
 
     def _identifier(
         self, schema: dict[str, Any], earlier: list[Step], options: list[str], *, sourced: bool
@@ -467,13 +394,6 @@ class PlanDecoder:
             values.append(self._value(items, earlier))
         cursor.force("]")
         return values
-
-    def _references(self, schema: dict[str, Any], earlier: Sequence[Step]) -> list[str]:
-        return [
-            f"{step.id}{path}"
-            for step in earlier
-            for path in field_paths(self._tools[step.tool].returns, schema)
-        ]
 
 
 _DECIMAL = re.compile(r"[0-9]+(?:\.[0-9]+)?")

@@ -9,12 +9,14 @@ numbers it states, the codes of the ISO standard a parameter names, real calenda
 from __future__ import annotations
 
 import functools
+import json
 import re
+from collections.abc import Sequence
 from datetime import date, timedelta
 from typing import Any
 
 from ember.plan import Step, references
-from ember.planner.compact import value_kind
+from ember.planner.compact import field_paths, text_paths, value_kind
 from ember.planner.dates import annotate_dates
 from ember.planner.numbers import spoken_numbers
 from ember.tools.descriptor import ToolDescriptor
@@ -27,6 +29,7 @@ __all__ = [
     "PATH_FIELD",
     "PATH_PARAMETER",
     "Given",
+    "Grounds",
     "calendar_dates",
     "givens",
     "integers",
@@ -213,3 +216,97 @@ def calendar_dates(today: date) -> list[str]:
     start = today.replace(year=today.year - 2, month=1, day=1)
     end = today.replace(year=today.year + 3, month=12, day=31)
     return [(start + timedelta(days=n)).isoformat() for n in range((end - start).days + 1)]
+
+
+class Grounds:
+    """What a request, made on `today` over a catalogue, lets a value be: the decoder offers
+    a grounded parameter only these values, and a plan made elsewhere (`ember.planner.openai`)
+    is checked against them."""
+
+    def __init__(self, catalogue: Sequence[ToolDescriptor], request: str, today: date) -> None:
+        self.tools = {tool.tool_name: tool for tool in catalogue}
+        self.request = request
+        self.dates = calendar_dates(today)
+        self.named_dates = named_dates(request, today)
+        self.emails = list(dict.fromkeys(EMAIL.findall(request)))
+        without_emails = EMAIL.sub(" ", request)
+        self.codes = list(dict.fromkeys(CODE.findall(without_emails)))
+        self.integers = integers(request)
+        self.paths = PATH.findall(without_emails)
+        self.stated = stated_numbers(request)
+        self.sources = {
+            (tool.tool_name, name): source
+            for tool in catalogue
+            for name, schema in tool.parameters.get("properties", {}).items()
+            if (source := source_of(schema, self.tools, tool.tool_name))
+        }
+
+    def references(self, schema: dict[str, Any], earlier: Sequence[Step]) -> list[str]:
+        """`N.path` for each field of an earlier result that may be passed whole as a value of
+        `schema` (see `ember.planner.compact.field_paths`)."""
+        return [
+            f"{step.id}{path}"
+            for step in earlier
+            for path in field_paths(self.tools[step.tool].returns, schema)
+        ]
+
+    def unstated(self, schema: dict[str, Any], value: Any) -> bool:
+        """A literal number, or one of an enum's values, that the request does not state:
+        options the model adds from habit ("max_words": 50, "rotation": "primary")."""
+        if isinstance(value, str) and "enum" in schema:
+            return not states(self.request, value)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return False
+        return value not in self.stated
+
+    def options(
+        self,
+        tool: str,
+        name: str,
+        schema: dict[str, Any],
+        earlier: list[Step],
+        unused: Sequence[Step],
+    ) -> list[str] | None:
+        """The values a parameter the user or an earlier result must supply may take; None
+        for other parameters. Small models fill such parameters with whatever is at hand
+        ("hotel_id": "Paris", a path from the examples).
+
+        - an absolute path (a parameter documented as a path or directory): one the request
+          spells out, or an earlier result's field named like one (`path`, `files.0`);
+        - an identifier (`customer_id`): a code the request gives ("C-20417"), or an earlier
+          result's field of the same name;
+        - a parameter documented to come from another tool ("A hotel_id from search_hotels
+          results"): a code the request gives, or a field of that tool's results.
+        - an email address: one the request names, or an earlier result's email field.
+        References go to results nothing uses yet where there are any: each feeds one call."""
+        if schema.get("format") == "email":
+            found = [f"${ref}" for ref in self.references(schema, earlier)]
+            return [f'"{address}"' for address in self.emails] + found
+        source = self.sources.get((tool, name))
+        path = value_kind(schema) == "text" and bool(
+            PATH_PARAMETER.search(schema.get("description", ""))
+        )
+        if source is None and not path and not is_identifier(name, schema):
+            return None
+        steps = [step for step in earlier if source is None or step.tool == source]
+        fresh = [step for step in steps if step in unused]
+        found = self.references(schema, fresh or steps)
+        if path:
+            named = [ref for ref in found if PATH_FIELD.search(ref.split(".", 1)[-1])]
+            # A path the request gave that a step already used is not offered again where a
+            # result holds paths (a folder listed, then its files read).
+            held = json.dumps([step.args for step in earlier], ensure_ascii=False)
+            literals = [p for p in self.paths if json.dumps(p, ensure_ascii=False) not in held]
+            if not literals and not named:
+                literals = self.paths
+        else:
+            literals = self.integers if schema.get("type") == "integer" else self.codes
+            named = [ref for ref in found if ref.rsplit(".", 1)[-1] in (name, "id")]
+            if not named and not literals and source is None:
+                # An id held as the one plain text of a result nothing uses yet ("the file
+                # holds nothing but a customer id"): that text may be the id.
+                texts = [(step, text_paths(self.tools[step.tool].returns)) for step in fresh]
+                named = [f"{step.id}{paths[0]}" for step, paths in texts if len(paths) == 1]
+        return [json.dumps(value, ensure_ascii=False) for value in literals] + [
+            f"${ref}" for ref in named or (found if source else [])
+        ]
