@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from datetime import date, timedelta
 from typing import Any
 
+import msgspec
+
 from ember.plan import Step, references
 from ember.planner.compact import field_paths, text_paths, value_kind
 from ember.planner.dates import annotate_dates
@@ -310,3 +312,46 @@ class Grounds:
         return [json.dumps(value, ensure_ascii=False) for value in literals] + [
             f"${ref}" for ref in named or (found if source else [])
         ]
+
+    def repair(self, step: Step, earlier: Sequence[Step]) -> Step | None:
+        """`step`, from a plan made elsewhere, held to the rules the decoder follows: a
+        grounded value must be one of its options, or the step needs a value nobody gave
+        (None: the plan ends here, as the decoder ends it); an optional number or choice the
+        request never states, or an optional value nothing grounds, is left out; a date must be
+        a real day, a currency code one that exists."""
+        tool = self.tools.get(step.tool)
+        if tool is None:
+            return step  # unknown tools are the executor's to refuse, with its message
+        properties = tool.parameters.get("properties", {})
+        required = set(tool.parameters.get("required", []))
+        used = {ref.step for s in earlier for ref in references(s.args)}
+        unused = [s for s in earlier if s.id not in used]
+        args: dict[str, Any] = {}
+        for name, value in step.args.items():
+            schema = properties.get(name, {})
+            options = self.options(step.tool, name, schema, list(earlier), unused)
+            if not self._fits(schema, value, options):
+                if name in required:
+                    return None
+                continue
+            args[name] = value
+        return msgspec.structs.replace(step, args=args)
+
+    def _fits(self, schema: dict[str, Any], value: Any, options: list[str] | None) -> bool:
+        """Whether `value` is one the rules allow, given the grounded `options` (None: the
+        parameter is not grounded)."""
+        if isinstance(value, str) and "{$" in value:
+            return True  # a text citing results: the executor checks its references
+        if options is not None:
+            written = value if isinstance(value, str) and value.startswith("$") else None
+            return (written or json.dumps(value, ensure_ascii=False)) in options or (
+                not options and isinstance(value, str) and value in self.request
+            )
+        if isinstance(value, str) and value.startswith("$"):
+            return True
+        kind = value_kind(schema)
+        if kind == "date":
+            return value in self.dates
+        if kind == "code3" and (codes := standard_codes(schema)):
+            return value in codes
+        return not self.unstated(schema, value)

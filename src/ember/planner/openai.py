@@ -12,6 +12,7 @@ from typing import Any
 from ember.errors import PlanError, PlannerError
 from ember.plan import Plan, Step
 from ember.planner.base import FirstToken, PlanEvent, PlanningTask
+from ember.planner.grounding import Grounds
 from ember.planner.prompt import plan_schema, system_text, user_text
 
 __all__ = ["OpenAIPlanner", "StepStreamParser"]
@@ -136,6 +137,8 @@ class OpenAIPlanner:
         url = f"{self.base_url}/chat/completions"
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         parser = StepStreamParser()
+        grounds = Grounds(task.catalogue, task.request, task.today)
+        planned: list[Step] = []
         first = True
         try:
             async with self._http().stream(
@@ -156,7 +159,13 @@ class OpenAIPlanner:
                         first = False
                         yield FirstToken()
                     for step in parser.feed(text):
-                        yield step
+                        # held to the decoder's rules; a step that needs a value nobody
+                        # gave ends the plan, as it does with the embedded planner
+                        kept = grounds.repair(step, planned)
+                        if kept is None:
+                            return
+                        planned.append(kept)
+                        yield kept
         except httpx.HTTPError as exc:
             raise PlannerError(f"cannot reach the model server at {url}: {exc}") from None
         except PlanError as exc:
