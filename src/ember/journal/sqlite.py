@@ -16,6 +16,13 @@ Durability levels:
 - `normal` (default): WAL with synchronous=NORMAL. A committed event survives the process
   crashing or being killed; a power cut or OS crash can lose the last commits (never corrupt).
 - `full`: synchronous=FULL, an fsync per commit: survives power loss too, at ~0.4 ms a commit.
+
+Decisions and the audit log: an event that records a policy decision (`ember.journal.audit`)
+goes in through the `ruled_events` view, whose trigger, in the same statement, refuses it if the
+control plane's version is no longer the one it was decided under (the append raises
+`PolicyChangedError`; the other events of the commit are written) and appends its audit entry to
+the hash chain. The check and the write are one statement of one transaction, so a revocation
+committed by any process is either before the call's intent (which is then refused) or after it.
 """
 
 from __future__ import annotations
@@ -27,7 +34,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-from ember.errors import CorruptRecordError, JournalError, RunNotFoundError
+from ember.errors import CorruptRecordError, JournalError, PolicyChangedError, RunNotFoundError
+from ember.journal.audit import audit_entry, chain, guard_of
 from ember.journal.events import (
     Event,
     RunDone,
@@ -40,7 +48,7 @@ from ember.journal.events import (
     encode_event,
 )
 
-__all__ = ["Durability", "SQLiteJournal"]
+__all__ = ["Durability", "SQLiteJournal", "open_database"]
 
 Durability = Literal["normal", "full"]
 
@@ -75,14 +83,62 @@ MIGRATIONS: Sequence[str] = (
     # step's outcome and the next intent; a run's start with its plan): half the rows and index
     # entries a step. No table changes; the version tells an older ember it cannot read them.
     "SELECT 1",
+    # The control plane (ember.policy): its version counter, bumped by every change to policies,
+    # tokens or roles; the policies by version; tokens by the principal they name (only a hash
+    # of each); the audit log's hash chain and its signed checkpoints. Decision-bearing events
+    # are written through `ruled_events` (see the module docstring).
+    """
+    CREATE TABLE control(id INTEGER PRIMARY KEY CHECK (id = 0), version INTEGER NOT NULL);
+    INSERT INTO control VALUES (0, 0);
+    CREATE TABLE policies(
+        version INTEGER PRIMARY KEY, text TEXT NOT NULL, at REAL NOT NULL, by TEXT NOT NULL
+    );
+    CREATE TABLE tokens(
+        name TEXT PRIMARY KEY,
+        hash TEXT NOT NULL UNIQUE,
+        roles TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        revoked_at REAL
+    );
+    CREATE TABLE audit(
+        seq INTEGER PRIMARY KEY, at REAL NOT NULL, kind TEXT NOT NULL,
+        body BLOB NOT NULL, hash BLOB NOT NULL
+    );
+    CREATE TABLE audit_checkpoints(
+        seq INTEGER PRIMARY KEY, head BLOB NOT NULL, at REAL NOT NULL,
+        key_id TEXT NOT NULL, signature BLOB NOT NULL
+    );
+    CREATE VIEW ruled_events AS SELECT run_id, kind, at, body, crc, run_key,
+        NULL AS guard, NULL AS audit_kind, NULL AS audit_body FROM events WHERE 0;
+    CREATE TRIGGER ruled_insert INSTEAD OF INSERT ON ruled_events BEGIN
+        SELECT RAISE(ABORT, 'ember: the control plane changed')
+            WHERE NEW.guard IS NOT NULL
+            AND NEW.guard IS NOT (SELECT version FROM control WHERE id = 0);
+        INSERT INTO events(run_id, kind, at, body, crc, run_key)
+            VALUES (NEW.run_id, NEW.kind, NEW.at, NEW.body, NEW.crc, NEW.run_key);
+        INSERT INTO audit(at, kind, body, hash)
+            SELECT NEW.at, NEW.audit_kind, NEW.audit_body, ember_chain(
+                (SELECT hash FROM audit ORDER BY seq DESC LIMIT 1), NEW.audit_body)
+            WHERE NEW.audit_body IS NOT NULL;
+    END;
+    """,
 )
+
+_STALE = "ember: the control plane changed"  # the trigger's message when a guard fails
 
 
 _INSERT = "INSERT INTO events(run_id, kind, at, body, crc, run_key) VALUES (?,?,?,?,?,?)"
+_RULED = (
+    "INSERT INTO ruled_events(run_id, kind, at, body, crc, run_key, guard, audit_kind, "
+    "audit_body) VALUES (?,?,?,?,?,?,?,?,?)"
+)
 # Commits of up to this many rows (runs) are one multi-row INSERT in autocommit mode, without
 # the BEGIN and COMMIT statements around `executemany` (~4 us less a commit).
 _ONE_STATEMENT = 8
 _INSERTS = {n: _INSERT + ",(?,?,?,?,?,?)" * (n - 1) for n in range(1, _ONE_STATEMENT + 1)}
+_RULED_INSERTS = {
+    n: _RULED + ",(?,?,?,?,?,?,?,?,?)" * (n - 1) for n in range(1, _ONE_STATEMENT + 1)
+}
 # A row's `kind` when it holds several events: `run.started` if it holds it (runs are listed by
 # it), else the last of these it holds (a run's status is found by them), else its first event's.
 _STATE_CHANGES: dict[type, str] = {
@@ -94,6 +150,59 @@ _STATE_CHANGES: dict[type, str] = {
 
 # A queued event: the event, its encoded body and, for `append`, what is waiting on it.
 _Queued = tuple[Event, bytes, "asyncio.Future[None] | None"]
+# Events whose type may carry an audit entry or a guard (`ember.journal.audit`).
+_RULED_TYPES = frozenset(
+    {"run.started", "step.intent", "step.denied", "step.awaiting_approval", "step.resolved"}
+)
+
+
+def open_database(path: Path, durability: Durability = "normal") -> sqlite3.Connection:
+    """A connection to the journal database at `path` (WAL, migrated to the current schema,
+    with the `ember_chain` SQL function the audit trigger calls). `JournalError` if it cannot."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        db.execute("PRAGMA busy_timeout=10000")  # first: the next one may wait too
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
+        db.create_function("ember_chain", 2, chain, deterministic=True)
+        _migrate(db, path)
+    except (sqlite3.Error, OSError) as exc:
+        raise JournalError(f"cannot open the journal at {path}: {exc}") from None
+    return db
+
+
+def _migrate(db: sqlite3.Connection, path: Path) -> None:
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    if version > len(MIGRATIONS):
+        raise JournalError(
+            f"the journal at {path} has schema version {version}, newer than this ember "
+            f"knows ({len(MIGRATIONS)}): upgrade ember"
+        )
+    for index in range(version, len(MIGRATIONS)):
+        db.execute("BEGIN IMMEDIATE")
+        try:  # another process opening the journal at once may have migrated it meanwhile
+            if db.execute("PRAGMA user_version").fetchone()[0] <= index:
+                for statement in _statements(MIGRATIONS[index]):
+                    db.execute(statement)
+                db.execute(f"PRAGMA user_version={index + 1}")
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+
+
+def _statements(script: str) -> list[str]:
+    """The statements of a migration script (a trigger's body keeps its semicolons)."""
+    statements, current = [], ""
+    for part in script.split(";"):
+        current += part + ";"
+        if sqlite3.complete_statement(current):
+            if current.strip(" \n;"):
+                statements.append(current.strip())
+            current = ""
+    return statements
 
 
 class SQLiteJournal:
@@ -102,15 +211,7 @@ class SQLiteJournal:
     def __init__(self, path: Path | str, *, durability: Durability = "normal") -> None:
         self.path = Path(path)
         self.durability = durability
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            self._db.execute("PRAGMA busy_timeout=10000")  # first: the next one may wait too
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
-            self._migrate()
-        except (sqlite3.Error, OSError) as exc:
-            raise JournalError(f"cannot open the journal at {self.path}: {exc}") from None
+        self._db = open_database(self.path, durability)
         self._pending: list[_Queued] = []
         self._failure: JournalError | None = None
         # The run whose events alone filled the last commit and fill the queue (else None).
@@ -121,32 +222,18 @@ class SQLiteJournal:
         # queues each outcome before a flush has run: one scheduled flush serves them all).
         self._flush_on: asyncio.AbstractEventLoop | None = None
 
-    def _migrate(self) -> None:
-        version = self._db.execute("PRAGMA user_version").fetchone()[0]
-        if version > len(MIGRATIONS):
-            raise JournalError(
-                f"the journal at {self.path} has schema version {version}, newer than this ember "
-                f"knows ({len(MIGRATIONS)}): upgrade ember"
-            )
-        for index in range(version, len(MIGRATIONS)):
-            script = f"{MIGRATIONS[index]}; PRAGMA user_version={index + 1}"
-            try:
-                self._db.executescript(f"BEGIN IMMEDIATE; {script}; COMMIT;")
-            except sqlite3.Error:
-                if self._db.in_transaction:
-                    self._db.execute("ROLLBACK")
-                if self._db.execute("PRAGMA user_version").fetchone()[0] <= index:
-                    raise
-                # another process opening the journal migrated it first
-
     async def append(self, event: Event) -> None:
         """Append `event`; returns once it is durable (see the module docstring)."""
         self._raise_failure()
         if self._solo == event.run_id and (not self._pending or self._pending_run == self._solo):
-            self._pending.append((event, encode_event(event), None))
+            guarded = guard_of(event) is not None
+            mine = asyncio.get_running_loop().create_future() if guarded else None
+            self._pending.append((event, encode_event(event), mine))
             self._pending_run = event.run_id
             self._flush()  # its own commit, which another run's event could not have joined
             self._raise_failure()
+            if mine is not None:
+                mine.result()  # PolicyChangedError if the control plane changed
             return
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._queue(event, future)
@@ -158,6 +245,11 @@ class SQLiteJournal:
         `append`. For records whose durability nothing waits on (a step's outcome: its intent
         is already durable, and a crash before the commit reads as a crash during the call)."""
         self._raise_failure()
+        if guard_of(event) is not None:
+            raise JournalError(
+                f"{type(event).__name__} records a decision: `append` it, so that a "
+                "PolicyChangedError reaches whoever decided"
+            )
         self._queue(event, None)
 
     def _queue(self, event: Event, future: asyncio.Future[None] | None) -> None:
@@ -187,7 +279,7 @@ class SQLiteJournal:
         if self.durability == "normal":
             self._solo = self._pending_run  # one run filled this commit: None if several
         try:
-            self._commit(batch, self._pending_run)
+            batch = self._commit_ruled(batch, self._pending_run)
         except sqlite3.Error as exc:
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")
@@ -204,11 +296,32 @@ class SQLiteJournal:
             if maybe is not None and not maybe.done():
                 maybe.set_result(None)
 
+    def _commit_ruled(self, batch: list[_Queued], run_id: str | None) -> list[_Queued]:
+        """Commit `batch`; if the control plane changed since some of its decisions were made,
+        commit the rest and fail those decisions' appends. Returns what was committed."""
+        try:
+            self._commit(batch, run_id)
+        except sqlite3.IntegrityError as exc:
+            if _STALE not in str(exc):
+                raise
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+            self._keys.clear()  # keys given out in the rolled-back transaction are void
+            stale = [queued for queued in batch if guard_of(queued[0]) is not None]
+            batch = [queued for queued in batch if guard_of(queued[0]) is None]
+            if batch:
+                self._commit(batch, None)
+            for event, _, future in stale:
+                if future is not None and not future.done():
+                    future.set_exception(PolicyChangedError(guard_of(event) or 0))
+        return batch
+
     def _commit(self, batch: list[_Queued], run_id: str | None) -> None:
         """One transaction: a row for each run in `batch` with that run's events (`run_id`:
         the one run whose events fill `batch`, else None)."""
         keys = self._keys
-        if run_id is not None:  # a chain step, a run alone (the common case, kept short)
+        if run_id is not None and not any(_decides(queued[0]) for queued in batch):
+            # a chain step of a run alone, deciding nothing (the common case, kept short)
             key = keys.get(run_id)
             if key is None:
                 self._db.execute("BEGIN IMMEDIATE")
@@ -221,11 +334,17 @@ class SQLiteJournal:
                 self._db.execute("BEGIN IMMEDIATE")
             for run in new_runs:
                 keys[run] = self._run_key(run)
-            rows = [_row(run, events, keys[run]) for run, events in runs.items()]
+            rows = [row for run, events in runs.items() for row in _rows(run, events, keys[run])]
+            ruled = any(len(row) == _RULED_ROW for row in rows)
+            if ruled:
+                rows = [row if len(row) == _RULED_ROW else _ruled(row, None, None) for row in rows]
+            if len(rows) > _ONE_STATEMENT and not self._db.in_transaction:
+                self._db.execute("BEGIN IMMEDIATE")
             if len(rows) <= _ONE_STATEMENT:  # one statement: its own transaction, or the above
-                self._db.execute(_INSERTS[len(rows)], [value for row in rows for value in row])
+                inserts = _RULED_INSERTS if ruled else _INSERTS
+                self._db.execute(inserts[len(rows)], [value for row in rows for value in row])
             else:
-                self._db.executemany(_INSERT, rows)
+                self._db.executemany(_RULED if ruled else _INSERT, rows)
         if self._db.in_transaction:
             self._db.execute("COMMIT")
         for event, _, _ in batch:
@@ -291,7 +410,9 @@ class SQLiteJournal:
                     break
                 if isinstance(latest, RunResumed):
                     break
-            summaries.append(RunSummary(event.run_id, event.task, event.at, status))
+            summaries.append(
+                RunSummary(event.run_id, event.task, event.at, status, event.principal)
+            )
         return summaries
 
     def _decode(self, seq: int, body: bytes | str, crc: int) -> list[Event]:
@@ -316,6 +437,45 @@ def _by_run(batch: list[_Queued]) -> dict[str, list[_Queued]]:
     for queued in batch:
         runs.setdefault(queued[0].run_id, []).append(queued)
     return runs
+
+
+def _rows(run_id: str, events: list[_Queued], run_key: int) -> list[tuple[object, ...]]:
+    """The rows of one run's events in one commit: one row, unless several of them carry an
+    audit entry (parallel steps deciding in the same loop turn): one entry a row. A row with an
+    audit entry or a guard has three more values (guard, audit kind, audit body)."""
+    rows: list[tuple[object, ...]] = []
+    start, audit, guard = 0, None, None
+    for index, (event, _, _) in enumerate(events):
+        if not _decides(event):
+            continue
+        entry, event_guard = audit_entry(event), guard_of(event)
+        if audit is not None or guard is not None:  # this row has one already: close it
+            rows.append(_ruled(_row(run_id, events[start:index], run_key), guard, audit))
+            start = index
+        audit, guard = entry, event_guard
+    last = _row(run_id, events[start:], run_key)
+    rows.append(last if audit is None and guard is None else _ruled(last, guard, audit))
+    return rows
+
+
+def _decides(event: Event) -> bool:
+    """Whether `event` has an audit entry or a guard (a cheap test first: most events have
+    neither)."""
+    if type(event).__struct_config__.tag not in _RULED_TYPES:
+        return False
+    if type(event) is RunStarted:
+        return bool(event.principal)
+    return guard_of(event) is not None
+
+
+_RULED_ROW = 9  # values in a row that goes through `ruled_events`
+
+
+def _ruled(
+    row: tuple[object, ...], guard: int | None, audit: tuple[str, bytes] | None
+) -> tuple[object, ...]:
+    kind, body = audit if audit is not None else (None, None)
+    return (*row, guard, kind, body)
 
 
 def _row(run_id: str, events: list[_Queued], run_key: int) -> tuple[object, ...]:

@@ -1,0 +1,150 @@
+"""The audit log's entries and hash chain (pure: no I/O).
+
+Every policy decision (a call allowed, a call denied, an approval asked for, given or refused),
+every call, every run's start and every change to the control plane (policy, tokens, roles) is
+an audit entry: a kind and a JSON object, written as canonical JSON (`canonical`: keys sorted,
+no spaces, UTF-8, integers only, in the manner of RFC 8785). Entries form a SHA-256 chain:
+
+    hash(n) = SHA-256(hash(n - 1) || body(n)),   hash(0) = 32 zero bytes
+
+so editing, removing, inserting or reordering an entry breaks the chain at that entry or the one
+after it (`verify_chain`). Signed checkpoints of the chain head (`ember.policy.signing`) catch a
+log cut short after them, and a chain rewritten from some entry to its end.
+
+The SQLite journal appends the entry of a decision-bearing event in the same commit as the
+event (its `ruled_events` trigger calls `chain` as the SQL function `ember_chain`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from typing import Any
+
+import msgspec
+
+from ember.journal.events import (
+    Event,
+    RunStarted,
+    StepAwaitingApproval,
+    StepDenied,
+    StepIntent,
+    StepResolved,
+)
+from ember.plan import canonical_args
+
+__all__ = [
+    "GENESIS",
+    "AuditRow",
+    "Break",
+    "audit_entry",
+    "canonical",
+    "chain",
+    "guard_of",
+    "verify_chain",
+]
+
+GENESIS = bytes(32)  # the hash before the first entry
+_encoder = msgspec.json.Encoder(order="sorted")
+
+
+def canonical(entry: dict[str, Any]) -> bytes:
+    """`entry` as canonical JSON: sorted keys, no whitespace, UTF-8. Entries hold strings,
+    integers, booleans, lists and objects only (times are integer microseconds), for which this
+    is the RFC 8785 form."""
+    return _encoder.encode(entry)
+
+
+def chain(previous: bytes | None, body: bytes) -> bytes:
+    """The hash of an entry whose predecessor's hash is `previous` (None: the first entry)."""
+    return hashlib.sha256((previous or GENESIS) + body).digest()
+
+
+def _us(at: float) -> int:
+    return round(at * 1_000_000)
+
+
+def audit_entry(event: Event) -> tuple[str, bytes] | None:
+    """The audit entry (kind, canonical body) of a journal event, or None if it has none.
+    A call is identified by its idempotency key, which digests run, step, tool and arguments."""
+    match event:
+        case StepIntent(policy=int()):
+            kind = "call"
+            entry: dict[str, Any] = {"key": event.idempotency_key, "tool": event.tool}
+        case StepDenied(policy=int()):
+            kind = "deny"
+            entry = {"tool": event.tool, "reason": event.reason}
+            entry["args_sha256"] = hashlib.sha256(canonical_args(event.args)).hexdigest()
+        case StepAwaitingApproval(policy=int()):
+            kind = "approval.wait"
+            entry = {"tool": event.tool}
+        case StepResolved(policy=int()):
+            kind = f"approval.{event.decision.value}"
+            entry = {"principal": event.by}
+        case RunStarted(principal=str(principal)) if principal:
+            kind = "run.started"
+            entry = {"task_sha256": hashlib.sha256(event.task.encode()).hexdigest()}
+            entry["principal"] = principal
+        case _:
+            return None
+    if isinstance(event, (StepIntent, StepDenied, StepAwaitingApproval)):
+        entry["principal"] = event.principal
+    if isinstance(event, (StepIntent, StepDenied, StepAwaitingApproval, StepResolved)):
+        entry |= {"step": event.step_id, "policy": event.policy, "rule": event.rule}
+    entry |= {"kind": kind, "run": event.run_id, "at_us": _us(event.at)}
+    return kind, canonical(entry)
+
+
+def guard_of(event: Event) -> int | None:
+    """The control-plane version `event`'s decision was made under, if it records one: the
+    journal commits it only while that version is current."""
+    if isinstance(event, (StepIntent, StepDenied, StepAwaitingApproval, StepResolved)):
+        return event.policy
+    return None
+
+
+class AuditRow(msgspec.Struct, frozen=True):
+    """One stored entry: its place in the log, when, its kind, body and chained hash."""
+
+    seq: int
+    at: float
+    kind: str
+    body: bytes
+    hash: bytes
+
+
+class Break(msgspec.Struct, frozen=True):
+    """The first entry where the log stops being what was written: `seq`, and what is wrong."""
+
+    seq: int
+    problem: str
+
+
+def verify_chain(rows: Iterable[AuditRow], heads: dict[int, bytes] | None = None) -> Break | None:
+    """The first broken entry of `rows` (in seq order), or None if the chain holds. `heads`:
+    the hash a signed checkpoint vouches for at each of those seqs."""
+    heads = heads or {}
+    previous: bytes | None = None
+    expected_seq = 1
+    for row in rows:
+        if row.seq != expected_seq:
+            return Break(expected_seq, "missing: the entry was removed (the next one is "
+                         f"{row.seq})")
+        if chain(previous, row.body) != row.hash:
+            return Break(
+                row.seq,
+                "does not match its hash chain: it was edited, or an entry before it was "
+                "removed, inserted or moved",
+            )
+        vouched = heads.get(row.seq)
+        if vouched is not None and vouched != row.hash:
+            return Break(row.seq, "differs from the signed checkpoint: the log was rewritten")
+        previous, expected_seq = row.hash, expected_seq + 1
+    beyond = [seq for seq in heads if seq >= expected_seq]
+    if beyond:
+        return Break(
+            expected_seq,
+            f"missing: the log ends at entry {expected_seq - 1}, but a signed checkpoint "
+            f"vouches for entry {max(beyond)}: it was truncated",
+        )
+    return None
