@@ -302,7 +302,7 @@ class RunExecution:
                         outcome = await asyncio.shield(shared)
                     else:
                         outcome, persist = await self._call_once(
-                            step, registered, args, call, record, ruling, version
+                            step, registered, args, call, record, ruling=ruling, version=version
                         )
                     break
                 except PolicyChangedError:
@@ -368,8 +368,15 @@ class RunExecution:
         if verdict is Verdict.DENY:
             await self.journal.append(
                 StepDenied(
-                    self.run_id, self.wall(), step.id, step.tool, args, reason, self.principal,
-                    version, ruling.rule,
+                    self.run_id,
+                    self.wall(),
+                    step.id,
+                    step.tool,
+                    args,
+                    reason,
+                    self.principal,
+                    version,
+                    ruling.rule,
                 )
             )
             self._failed(step.id, reason, 0.0)
@@ -380,7 +387,13 @@ class RunExecution:
         elif verdict is Verdict.AWAIT_APPROVAL:
             if record is None or record.status is not StepStatus.AWAITING_APPROVAL:
                 waiting = StepAwaitingApproval(
-                    self.run_id, self.wall(), step.id, step.tool, args, self.principal, version,
+                    self.run_id,
+                    self.wall(),
+                    step.id,
+                    step.tool,
+                    args,
+                    self.principal,
+                    version,
                     ruling.rule,
                 )
                 if version is None:
@@ -400,6 +413,7 @@ class RunExecution:
         args: dict[str, Any],
         call: _CallKey,
         record: StepState | None,
+        *,
         ruling: Ruling,
         version: int | None,
     ) -> tuple[ToolResult, float]:
@@ -415,8 +429,15 @@ class RunExecution:
             mark = self.recorder.clock()
             await self.journal.append(
                 StepIntent(
-                    self.run_id, intent_at, step.id, step.tool, args, key, self.principal,
-                    version, ruling.rule,
+                    self.run_id,
+                    intent_at,
+                    step.id,
+                    step.tool,
+                    args,
+                    key,
+                    self.principal,
+                    version,
+                    ruling.rule,
                 )
             )
             persist += self.recorder.persisted(mark)

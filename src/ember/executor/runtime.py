@@ -170,7 +170,9 @@ class Runtime:
             )
         )
         planning = PlanningTask(task, today, tuple(self.registry.descriptors()))
-        return await self._execute(run_id, task, today, planner.plan(planning), None, principal)
+        return await self._execute(
+            run_id, task, today, planner.plan(planning), None, principal=principal
+        )
 
     def _need_planner(self) -> Planner:
         if self.planner is None:
@@ -194,7 +196,9 @@ class Runtime:
         else:
             planning = PlanningTask(state.task, today, tuple(self.registry.descriptors()))
             plan = self._need_planner().plan(planning)
-        return await self._execute(run_id, state.task, today, plan, state, state.principal)
+        return await self._execute(
+            run_id, state.task, today, plan, state, principal=state.principal
+        )
 
     async def resolve(self, run_id: str, step_id: int, decision: Decision, by: str = "") -> None:
         """Record a person's decision about a waiting step; `resume` then carries it out:
@@ -241,6 +245,7 @@ class Runtime:
         today: date,
         plan: AsyncIterator[PlanEvent],
         recorded: RunState | None,
+        *,
         principal: str = "",
     ) -> RunResult:
         if self._pool is None:

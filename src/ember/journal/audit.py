@@ -128,8 +128,9 @@ def verify_chain(rows: Iterable[AuditRow], heads: dict[int, bytes] | None = None
     expected_seq = 1
     for row in rows:
         if row.seq != expected_seq:
-            return Break(expected_seq, "missing: the entry was removed (the next one is "
-                         f"{row.seq})")
+            return Break(
+                expected_seq, f"missing: the entry was removed (the next one is {row.seq})"
+            )
         if chain(previous, row.body) != row.hash:
             return Break(
                 row.seq,

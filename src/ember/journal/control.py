@@ -19,7 +19,7 @@ from typing import Any
 
 import msgspec
 
-from ember.errors import JournalError
+from ember.errors import JournalError, UserError
 from ember.journal.audit import AuditRow, canonical
 from ember.journal.sqlite import open_database
 
@@ -120,7 +120,7 @@ class ControlStore:
                 "SELECT revoked_at FROM tokens WHERE name = ?", (name,)
             ).fetchone()
             if existing is not None and existing[0] is None:
-                raise JournalError(
+                raise UserError(
                     f"principal {name!r} has a token already: revoke it first "
                     f"(`ember tokens revoke {name}`)"
                 )
@@ -141,13 +141,13 @@ class ControlStore:
                 "SELECT roles, revoked_at FROM tokens WHERE name = ?", (name,)
             ).fetchone()
             if row is None or row[1] is not None:
-                raise JournalError(f"principal {name!r} has no live token: `ember tokens list`")
+                raise UserError(f"principal {name!r} has no live token: `ember tokens list`")
             if role is None:
                 self._db.execute("UPDATE tokens SET revoked_at = ? WHERE name = ?", (at, name))
                 return {"by": by, "name": name}
             roles = json.loads(row[0])
             if role not in roles:
-                raise JournalError(f"principal {name!r} does not have role {role!r}: {roles}")
+                raise UserError(f"principal {name!r} does not have role {role!r}: {roles}")
             roles.remove(role)
             self._db.execute(
                 "UPDATE tokens SET roles = ? WHERE name = ?", (json.dumps(roles), name)
@@ -183,8 +183,13 @@ class ControlStore:
             else self._db.execute(query + " WHERE at >= ? ORDER BY seq", (since,))
         )
         for seq, at, kind, body, digest in cursor:
-            yield AuditRow(seq, at, kind, bytes(body) if isinstance(body, bytes) else
-                           str(body).encode(), bytes(digest))
+            yield AuditRow(
+                seq,
+                at,
+                kind,
+                bytes(body) if isinstance(body, bytes) else str(body).encode(),
+                bytes(digest),
+            )
 
     def head(self) -> tuple[int, bytes] | None:
         """The last entry's seq and hash."""
@@ -202,8 +207,13 @@ class ControlStore:
             self._db.execute(
                 "INSERT OR IGNORE INTO audit_checkpoints(seq, head, at, key_id, signature) "
                 "VALUES (?, ?, ?, ?, ?)",
-                (checkpoint.seq, checkpoint.head, checkpoint.at, checkpoint.key_id,
-                 checkpoint.signature),
+                (
+                    checkpoint.seq,
+                    checkpoint.head,
+                    checkpoint.at,
+                    checkpoint.key_id,
+                    checkpoint.signature,
+                ),
             )
         except sqlite3.Error as exc:
             raise JournalError(f"cannot write a checkpoint to {self.path}: {exc}") from None

@@ -40,7 +40,9 @@ __all__ = ["ACTIONS", "DEFAULT_POLICY", "Judgement", "Policy", "Principal", "com
 ACTIONS = ("call", "approve", "start_run", "read_runs")
 RESOURCE_OF = {"call": "Tool", "approve": "Tool", "start_run": "Ember", "read_runs": "Ember"}
 _TYPES = ("User", "Role", "Tool", "Action", "Ember")
-DEFAULT_POLICY = '@id("no policy set: everything is allowed")\npermit(principal, action, resource);\n'
+DEFAULT_POLICY = (
+    '@id("no policy set: everything is allowed")\npermit(principal, action, resource);\n'
+)
 
 
 class Principal(msgspec.Struct, frozen=True):
@@ -130,14 +132,20 @@ class Policy:
 
     def _partial(self, principal: Principal, action: str, resource: str) -> Judgement | None:
         """The decision whatever the context is, or None if it depends on the context."""
-        result = cedarpy.is_authorized_partial(
-            self._request(principal, action, resource), self._set, self._entities_of(principal)
-        )
+        request = {  # the partial evaluator takes Cedar's text form of entity ids
+            part: f"{uid['type']}::{json.dumps(uid['id'])}"
+            for part, uid in self._request(principal, action, resource).items()
+        }
+        result = cedarpy.is_authorized_partial(request, self._set, self._entities_of(principal))
         if result.decision == cedarpy.Decision.NoDecision or result.diagnostics.errors:
             return None
         return self._judgement(
-            result.decision == cedarpy.Decision.Allow, result.diagnostics.reasons, [], principal,
-            action, resource,
+            result.decision == cedarpy.Decision.Allow,
+            result.diagnostics.reasons,
+            [],
+            principal=principal,
+            action=action,
+            resource=resource,
         )
 
     def _full(
@@ -147,8 +155,12 @@ class Policy:
         result = cedarpy.is_authorized(request, self._set, self._entities_of(principal))
         allowed = result.decision == cedarpy.Decision.Allow and not result.diagnostics.errors
         return self._judgement(
-            allowed, result.diagnostics.reasons, result.diagnostics.errors, principal, action,
-            resource,
+            allowed,
+            result.diagnostics.reasons,
+            result.diagnostics.errors,
+            principal=principal,
+            action=action,
+            resource=resource,
         )
 
     def _judgement(
@@ -156,6 +168,7 @@ class Policy:
         allowed: bool,
         reasons: list[str],
         errors: list[str],
+        *,
         principal: Principal,
         action: str,
         resource: str,
@@ -190,8 +203,12 @@ def compile_policy(
     tool, principal, action or entity type is refused with its line (`PolicyError`)."""
     policy = Policy(version, text, source)
     if not policy._est:
-        raise PolicyError(0, "it has no rules, so it would deny everything: write at least one "
-                          "permit, or `forbid(principal, action, resource);` on purpose", source)
+        raise PolicyError(
+            0,
+            "it has no rules, so it would deny everything: write at least one "
+            "permit, or `forbid(principal, action, resource);` on purpose",
+            source,
+        )
     for label, line, body in policy.rules():
         for kind, name in _entities(body):
             problem = _unknown(kind, name, tools, principals)
@@ -247,8 +264,11 @@ def _approval(body: dict[str, Any]) -> str | None:
 
 def _name_policies(error: Any, rules: dict[str, _Rule]) -> str:
     text = str(error)
-    return re.sub(r"\bpolicy\d+\b", lambda m: rules[m.group()].label if m.group() in rules
-                  else m.group(), text)
+    return re.sub(
+        r"\bpolicy\d+\b",
+        lambda m: rules[m.group()].label if m.group() in rules else m.group(),
+        text,
+    )
 
 
 def _statement_lines(text: str) -> Iterator[int]:

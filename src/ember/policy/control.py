@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import getpass
 import time
+from typing import Any
 
 import msgspec
 
@@ -44,14 +45,16 @@ class Snapshot(msgspec.Struct, frozen=True):
         if record is None:
             if name == self.local:
                 return Principal(name)
-            return Principal(name, revoked=f"principal {name} has no token (version {self.version})")
+            return Principal(
+                name, revoked=f"principal {name} has no token (version {self.version})"
+            )
         if record.revoked_at is not None:
             when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.revoked_at))
             return Principal(name, record.roles, f"the token of {name} was revoked at {when}")
         return Principal(name, record.roles)
 
     def require(
-        self, name: str, action: str, resource: str, context: dict[str, object] | None = None
+        self, name: str, action: str, resource: str, context: dict[str, Any] | None = None
     ) -> Judgement:
         """The judgement allowing `name` to do `action`; PermissionDeniedError if it is denied."""
         judged = self.policy.judge(self.principal(name), action, resource, lambda: context or {})

@@ -89,7 +89,7 @@ class AuditSigner:
 
 
 def _checkpoint_json(checkpoint: Checkpoint) -> dict[str, object]:
-    data = msgspec.to_builtins(checkpoint)
+    data: dict[str, object] = msgspec.to_builtins(checkpoint)
     data["head"], data["signature"] = checkpoint.head.hex(), checkpoint.signature.hex()
     return data
 
@@ -126,8 +126,13 @@ def verify_audit(
     if outside is not None and outside.exists():
         data = json.loads(outside.read_text())
         checkpoints.append(
-            Checkpoint(data["seq"], bytes.fromhex(data["head"]), data["at"], data["key_id"],
-                       bytes.fromhex(data["signature"]))
+            Checkpoint(
+                data["seq"],
+                bytes.fromhex(data["head"]),
+                data["at"],
+                data["key_id"],
+                bytes.fromhex(data["signature"]),
+            )
         )
     heads: dict[int, bytes] = {}
     for checkpoint in checkpoints:
