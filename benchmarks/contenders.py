@@ -92,25 +92,41 @@ def ember_l2_step(n: int) -> Samples:
     return samples[:n]
 
 
-def ember_chain_step(n: int, *, journal: str = "memory", steps: int = 20) -> Samples:
+def ember_chain_step(
+    n: int, *, journal: str = "memory", steps: int = 20, policy: str | None = None
+) -> Samples:
     """A whole `steps`-step sequential chain, end to end, divided by its steps: the per-step
     cost including scheduling between steps, the scripted planner and (`journal="sqlite"`)
-    durability."""
+    durability. `policy` (sqlite only): under the control plane, with the Cedar policy of that
+    name in `CHAIN_POLICIES`: every call decided, journaled with its version, audited."""
     return [
         done.latency_ms["l4_e2e"] / 1000 / steps
-        for done in _chain_runs(max(1, n // steps), journal=journal, steps=steps)
+        for done in _chain_runs(max(1, n // steps), journal=journal, steps=steps, policy=policy)
     ]
 
 
-def _chain_runs(runs: int, *, journal: str = "memory", steps: int = 20) -> list[Any]:
+# Policies for the chain under the control plane: a rule that does not read the call (decided
+# once per version and principal, by Cedar's partial evaluation), and one with a condition on the
+# arguments and the time of day (every call evaluated in full).
+CHAIN_POLICIES = {
+    "allow": '@id("inc") permit(principal, action == Action::"call", resource == Tool::"inc");',
+    "conditions": '@id("inc") permit(principal in Role::"ops", action == Action::"call", '
+    'resource == Tool::"inc") when { context.args.x < 1000000 && context.hour >= 0 };',
+}
+
+
+def _chain_runs(
+    runs: int, *, journal: str = "memory", steps: int = 20, policy: str | None = None
+) -> list[Any]:
     from ember import Runtime, ScriptedPlanner, SQLiteJournal
     from ember.journal import RunDone
     from ember.testing import MemoryJournal
 
-    async def main(sink: Any) -> list[Any]:
+    async def main(sink: Any, control: Any = None) -> list[Any]:
         planner = ScriptedPlanner({"chain": _chain_plan(steps)})
-        runtime = Runtime(_chain_registry(), planner, sink)
-        results = [await runtime.run("chain") for _ in range(runs)]
+        runtime = Runtime(_chain_registry(), planner, sink, control=control)
+        principal = "bench" if control is not None else ""
+        results = [await runtime.run("chain", principal=principal) for _ in range(runs)]
         assert all(result.status == "succeeded" for result in results), results[0].error
         # read once the runs are over, so that decoding them is not garbage for the runs to collect
         finished = [sink.read(result.run_id)[-1] for result in results]
@@ -122,9 +138,27 @@ def _chain_runs(runs: int, *, journal: str = "memory", steps: int = 20) -> list[
     with tempfile.TemporaryDirectory() as tmp:
         sink = SQLiteJournal(Path(tmp) / "bench.db")
         try:
-            return asyncio.run(main(sink))
+            if policy is None:
+                return asyncio.run(main(sink))
+            with _control(Path(tmp) / "bench.db", CHAIN_POLICIES[policy]) as control:
+                return asyncio.run(main(sink, control))
         finally:
             sink.close()
+
+
+@contextlib.contextmanager
+def _control(db: Path, policy: str) -> Iterator[Any]:
+    """The control plane of `db` with `policy` in force and principal `bench` (role ops)."""
+    from ember.journal.control import ControlStore
+    from ember.policy.control import ControlPlane
+
+    store = ControlStore(db)
+    try:
+        store.add_token("bench", ("ops",), "0" * 64, "bench")
+        store.set_policy(policy, "bench")
+        yield ControlPlane(store, local="bench")
+    finally:
+        store.close()
 
 
 def ember_concurrent_runs(n: int, *, runs: int = 100) -> Samples:

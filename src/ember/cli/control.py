@@ -208,8 +208,9 @@ def audit_export(args: argparse.Namespace) -> int:
     try:
         with open_control(settings(args)) as control:
             for row in control.store.audit(since):
-                line = {"seq": row.seq, "at": row.at, "kind": row.kind, "hash": row.hash.hex()}
-                line["entry"] = json.loads(row.body)
+                entry = json.loads(row.body)
+                line = {"seq": row.seq, "at": row.at, "kind": entry.get("kind"), "entry": entry}
+                line["hash"] = row.hash.hex()
                 out.write(json.dumps(line, ensure_ascii=False) + "\n")
     finally:
         if out is not sys.stdout:

@@ -11,8 +11,9 @@ so editing, removing, inserting or reordering an entry breaks the chain at that 
 after it (`verify_chain`). Signed checkpoints of the chain head (`ember.policy.signing`) catch a
 log cut short after them, and a chain rewritten from some entry to its end.
 
-The SQLite journal appends the entry of a decision-bearing event in the same commit as the
-event (its `ruled_events` trigger calls `chain` as the SQL function `ember_chain`).
+The SQLite journal keeps an entry in the row of the event it belongs to, written by the same
+statement (its `ruled_events` trigger numbers it and calls `chain` as the SQL function
+`ember_chain`), so auditing a call adds no row, page or commit to the step.
 """
 
 from __future__ import annotations
@@ -64,35 +65,114 @@ def _us(at: float) -> int:
     return round(at * 1_000_000)
 
 
-def audit_entry(event: Event) -> tuple[str, bytes] | None:
-    """The audit entry (kind, canonical body) of a journal event, or None if it has none.
-    A call is identified by its idempotency key, which digests run, step, tool and arguments."""
+# One struct a kind of entry, fields in sorted order: msgspec writes a struct's fields in the
+# order they are declared, so encoding one is the canonical form, without sorting a dict.
+class _Call(msgspec.Struct, frozen=True):
+    at_us: int
+    key: str  # the idempotency key: run, step and a digest of tool and canonical arguments
+    kind: str
+    policy: int
+    principal: str
+    rule: str
+    run: str
+    step: int
+    tool: str
+
+
+class _Deny(msgspec.Struct, frozen=True):
+    args_sha256: str
+    at_us: int
+    kind: str
+    policy: int
+    principal: str
+    reason: str
+    rule: str
+    run: str
+    step: int
+    tool: str
+
+
+class _Approval(msgspec.Struct, frozen=True):
+    at_us: int
+    kind: str  # approval.wait (asked) / approval.approve, .deny, .retry, .skip, .fail (given)
+    policy: int
+    principal: str  # who started the run (asked), or who decided (given)
+    rule: str
+    run: str
+    step: int
+    tool: str
+
+
+class _Started(msgspec.Struct, frozen=True):
+    at_us: int
+    kind: str
+    principal: str
+    run: str
+    task_sha256: str
+
+
+_plain = msgspec.json.Encoder()
+
+
+def audit_entry(event: Event) -> bytes | None:
+    """The canonical audit entry of a journal event, or None if it has none. A call is named
+    by its idempotency key, which digests run, step, tool and arguments."""
+    entry: msgspec.Struct
     match event:
-        case StepIntent(policy=int()):
-            kind = "call"
-            entry: dict[str, Any] = {"key": event.idempotency_key, "tool": event.tool}
-        case StepDenied(policy=int()):
-            kind = "deny"
-            entry = {"tool": event.tool, "reason": event.reason}
-            entry["args_sha256"] = hashlib.sha256(canonical_args(event.args)).hexdigest()
-        case StepAwaitingApproval(policy=int()):
-            kind = "approval.wait"
-            entry = {"tool": event.tool}
-        case StepResolved(policy=int()):
-            kind = f"approval.{event.decision.value}"
-            entry = {"principal": event.by}
+        case StepIntent(policy=int(policy)):
+            entry = _Call(
+                _us(event.at),
+                event.idempotency_key,
+                "call",
+                policy,
+                event.principal,
+                event.rule,
+                event.run_id,
+                event.step_id,
+                event.tool,
+            )
+        case StepDenied(policy=int(policy)):
+            digest = hashlib.sha256(canonical_args(event.args)).hexdigest()
+            entry = _Deny(
+                digest,
+                _us(event.at),
+                "deny",
+                policy,
+                event.principal,
+                event.reason,
+                event.rule,
+                event.run_id,
+                event.step_id,
+                event.tool,
+            )
+        case StepAwaitingApproval(policy=int(policy)):
+            entry = _Approval(
+                _us(event.at),
+                "approval.wait",
+                policy,
+                event.principal,
+                event.rule,
+                event.run_id,
+                event.step_id,
+                event.tool,
+            )
+        case StepResolved(policy=int(policy)):
+            entry = _Approval(
+                _us(event.at),
+                f"approval.{event.decision.value}",
+                policy,
+                event.by,
+                event.rule,
+                event.run_id,
+                event.step_id,
+                "",
+            )
         case RunStarted(principal=str(principal)) if principal:
-            kind = "run.started"
-            entry = {"task_sha256": hashlib.sha256(event.task.encode()).hexdigest()}
-            entry["principal"] = principal
+            digest = hashlib.sha256(event.task.encode()).hexdigest()
+            entry = _Started(_us(event.at), "run.started", principal, event.run_id, digest)
         case _:
             return None
-    if isinstance(event, (StepIntent, StepDenied, StepAwaitingApproval)):
-        entry["principal"] = event.principal
-    if isinstance(event, (StepIntent, StepDenied, StepAwaitingApproval, StepResolved)):
-        entry |= {"step": event.step_id, "policy": event.policy, "rule": event.rule}
-    entry |= {"kind": kind, "run": event.run_id, "at_us": _us(event.at)}
-    return kind, canonical(entry)
+    return _plain.encode(entry)
 
 
 def guard_of(event: Event) -> int | None:
@@ -104,11 +184,10 @@ def guard_of(event: Event) -> int | None:
 
 
 class AuditRow(msgspec.Struct, frozen=True):
-    """One stored entry: its place in the log, when, its kind, body and chained hash."""
+    """One stored entry: its place in the log (1, 2, ...), when, its body and chained hash."""
 
     seq: int
     at: float
-    kind: str
     body: bytes
     hash: bytes
 

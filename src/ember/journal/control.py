@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,9 +26,11 @@ from ember.journal.sqlite import open_database
 
 __all__ = ["Checkpoint", "ControlStore", "StoredPolicy", "TokenRecord"]
 
+# A control-plane change is a row of its own in `events` (run id '', kind 'control') holding
+# its audit entry; the `ruled_events` trigger numbers and chains it.
 _APPEND_AUDIT = (
-    "INSERT INTO audit(at, kind, body, hash) VALUES (?, ?, ?, "
-    "ember_chain((SELECT hash FROM audit ORDER BY seq DESC LIMIT 1), ?))"
+    "INSERT INTO ruled_events(run_id, kind, at, body, crc, run_key, guard, audit) "
+    "VALUES ('', 'control', ?, ?, ?, NULL, NULL, ?)"
 )
 
 
@@ -166,7 +169,7 @@ class ControlStore:
             entry["at_us"] = round(at * 1_000_000)
             self._db.execute("UPDATE control SET version = ? WHERE id = 0", (version,))
             body = canonical(entry)
-            self._db.execute(_APPEND_AUDIT, (at, kind, body, body))
+            self._db.execute(_APPEND_AUDIT, (at, body, zlib.crc32(body), body))
             self._db.execute("COMMIT")
         except BaseException:
             if self._db.in_transaction:
@@ -175,25 +178,24 @@ class ControlStore:
         return version
 
     def audit(self, since: float | None = None) -> Iterator[AuditRow]:
-        """The audit log's entries in order (from time `since`, epoch seconds)."""
-        query = "SELECT seq, at, kind, body, hash FROM audit"
+        """The audit log's entries in order (from time `since`, epoch seconds): a scan of the
+        journal's rows, for verifying and exporting."""
+        query = "SELECT audit_seq, at, audit, chain FROM events WHERE audit_seq IS NOT NULL"
         cursor = (
             self._db.execute(query + " ORDER BY seq")
             if since is None
-            else self._db.execute(query + " WHERE at >= ? ORDER BY seq", (since,))
+            else self._db.execute(query + " AND at >= ? ORDER BY seq", (since,))
         )
-        for seq, at, kind, body, digest in cursor:
-            yield AuditRow(
-                seq,
-                at,
-                kind,
-                bytes(body) if isinstance(body, bytes) else str(body).encode(),
-                bytes(digest),
-            )
+        for seq, at, body, digest in cursor:
+            data = body if isinstance(body, bytes) else str(body).encode()  # edited outside
+            yield AuditRow(int(seq), at, data, bytes(digest or b""))
 
     def head(self) -> tuple[int, bytes] | None:
-        """The last entry's seq and hash."""
-        row = self._db.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
+        """The last entry's number and hash."""
+        row = self._db.execute(
+            "SELECT audit_seq, chain FROM events WHERE audit_seq IS NOT NULL "
+            "ORDER BY seq DESC LIMIT 1"
+        ).fetchone()
         return (int(row[0]), bytes(row[1])) if row else None
 
     def checkpoints(self) -> list[Checkpoint]:

@@ -85,8 +85,11 @@ MIGRATIONS: Sequence[str] = (
     "SELECT 1",
     # The control plane (ember.policy): its version counter, bumped by every change to policies,
     # tokens or roles; the policies by version; tokens by the principal they name (only a hash
-    # of each); the audit log's hash chain and its signed checkpoints. Decision-bearing events
-    # are written through `ruled_events` (see the module docstring).
+    # of each); the audit log's signed checkpoints. The audit log itself is in `events`: an
+    # entry (`audit`), its number (`audit_seq`) and its chained hash (`chain`) in the row of the
+    # event it records, NULL in other rows; a control-plane change is a row of its own (run id
+    # '', kind 'control'). Decision-bearing events are written through `ruled_events` (see the
+    # module docstring), which numbers and chains the entry in the same statement.
     """
     CREATE TABLE control(id INTEGER PRIMARY KEY CHECK (id = 0), version INTEGER NOT NULL);
     INSERT INTO control VALUES (0, 0);
@@ -100,26 +103,30 @@ MIGRATIONS: Sequence[str] = (
         created_at REAL NOT NULL,
         revoked_at REAL
     );
-    CREATE TABLE audit(
-        seq INTEGER PRIMARY KEY, at REAL NOT NULL, kind TEXT NOT NULL,
-        body BLOB NOT NULL, hash BLOB NOT NULL
-    );
     CREATE TABLE audit_checkpoints(
         seq INTEGER PRIMARY KEY, head BLOB NOT NULL, at REAL NOT NULL,
         key_id TEXT NOT NULL, signature BLOB NOT NULL
     );
-    CREATE VIEW ruled_events AS SELECT run_id, kind, at, body, crc, run_key,
-        NULL AS guard, NULL AS audit_kind, NULL AS audit_body FROM events WHERE 0;
+    ALTER TABLE events ADD COLUMN audit_seq INTEGER;
+    ALTER TABLE events ADD COLUMN audit BLOB;
+    ALTER TABLE events ADD COLUMN chain BLOB;
+    CREATE VIEW ruled_events AS
+        SELECT run_id, kind, at, body, crc, run_key, NULL AS guard, audit FROM events WHERE 0;
     CREATE TRIGGER ruled_insert INSTEAD OF INSERT ON ruled_events BEGIN
         SELECT RAISE(ABORT, 'ember: the control plane changed')
             WHERE NEW.guard IS NOT NULL
             AND NEW.guard IS NOT (SELECT version FROM control WHERE id = 0);
+        INSERT INTO events(run_id, kind, at, body, crc, run_key, audit_seq, audit, chain)
+            SELECT NEW.run_id, NEW.kind, NEW.at, NEW.body, NEW.crc, NEW.run_key,
+                coalesce(head.audit_seq, 0) + 1, NEW.audit, ember_chain(head.chain, NEW.audit)
+            FROM (SELECT 1) LEFT JOIN (
+                SELECT audit_seq, chain FROM events WHERE audit_seq IS NOT NULL
+                ORDER BY seq DESC LIMIT 1
+            ) AS head ON 1
+            WHERE NEW.audit IS NOT NULL;
         INSERT INTO events(run_id, kind, at, body, crc, run_key)
-            VALUES (NEW.run_id, NEW.kind, NEW.at, NEW.body, NEW.crc, NEW.run_key);
-        INSERT INTO audit(at, kind, body, hash)
-            SELECT NEW.at, NEW.audit_kind, NEW.audit_body, ember_chain(
-                (SELECT hash FROM audit ORDER BY seq DESC LIMIT 1), NEW.audit_body)
-            WHERE NEW.audit_body IS NOT NULL;
+            SELECT NEW.run_id, NEW.kind, NEW.at, NEW.body, NEW.crc, NEW.run_key
+            WHERE NEW.audit IS NULL;
     END;
     """,
 )
@@ -129,16 +136,14 @@ _STALE = "ember: the control plane changed"  # the trigger's message when a guar
 
 _INSERT = "INSERT INTO events(run_id, kind, at, body, crc, run_key) VALUES (?,?,?,?,?,?)"
 _RULED = (
-    "INSERT INTO ruled_events(run_id, kind, at, body, crc, run_key, guard, audit_kind, "
-    "audit_body) VALUES (?,?,?,?,?,?,?,?,?)"
+    "INSERT INTO ruled_events(run_id, kind, at, body, crc, run_key, guard, audit) "
+    "VALUES (?,?,?,?,?,?,?,?)"
 )
 # Commits of up to this many rows (runs) are one multi-row INSERT in autocommit mode, without
 # the BEGIN and COMMIT statements around `executemany` (~4 us less a commit).
 _ONE_STATEMENT = 8
 _INSERTS = {n: _INSERT + ",(?,?,?,?,?,?)" * (n - 1) for n in range(1, _ONE_STATEMENT + 1)}
-_RULED_INSERTS = {
-    n: _RULED + ",(?,?,?,?,?,?,?,?,?)" * (n - 1) for n in range(1, _ONE_STATEMENT + 1)
-}
+_RULED_INSERTS = {n: _RULED + ",(?,?,?,?,?,?,?,?)" * (n - 1) for n in range(1, _ONE_STATEMENT + 1)}
 # A row's `kind` when it holds several events: `run.started` if it holds it (runs are listed by
 # it), else the last of these it holds (a run's status is found by them), else its first event's.
 _STATE_CHANGES: dict[type, str] = {
@@ -320,13 +325,16 @@ class SQLiteJournal:
         """One transaction: a row for each run in `batch` with that run's events (`run_id`:
         the one run whose events fill `batch`, else None)."""
         keys = self._keys
-        if run_id is not None and not any(_decides(queued[0]) for queued in batch):
-            # a chain step of a run alone, deciding nothing (the common case, kept short)
+        if run_id is not None:  # one run's events (a chain step: the common case, kept short)
             key = keys.get(run_id)
             if key is None:
                 self._db.execute("BEGIN IMMEDIATE")
                 key = keys[run_id] = self._run_key(run_id)
-            self._db.execute(_INSERT, _row(run_id, batch, key))
+            rows = _rows(run_id, batch, key)
+            if len(rows) == 1 and len(rows[0]) != _RULED_ROW:
+                self._db.execute(_INSERT, rows[0])
+            else:
+                self._insert(rows)
         else:
             runs = _by_run(batch)
             new_runs = [run for run in runs if run not in keys]
@@ -334,22 +342,27 @@ class SQLiteJournal:
                 self._db.execute("BEGIN IMMEDIATE")
             for run in new_runs:
                 keys[run] = self._run_key(run)
-            rows = [row for run, events in runs.items() for row in _rows(run, events, keys[run])]
-            ruled = any(len(row) == _RULED_ROW for row in rows)
-            if ruled:
-                rows = [row if len(row) == _RULED_ROW else _ruled(row, None, None) for row in rows]
-            if len(rows) > _ONE_STATEMENT and not self._db.in_transaction:
-                self._db.execute("BEGIN IMMEDIATE")
-            if len(rows) <= _ONE_STATEMENT:  # one statement: its own transaction, or the above
-                inserts = _RULED_INSERTS if ruled else _INSERTS
-                self._db.execute(inserts[len(rows)], [value for row in rows for value in row])
-            else:
-                self._db.executemany(_RULED if ruled else _INSERT, rows)
+            self._insert(
+                [row for run, queued in runs.items() for row in _rows(run, queued, keys[run])]
+            )
         if self._db.in_transaction:
             self._db.execute("COMMIT")
         for event, _, _ in batch:
             if type(event) is RunDone:
                 keys.pop(event.run_id, None)
+
+    def _insert(self, rows: list[tuple[object, ...]]) -> None:
+        """Insert `rows`: through `ruled_events` if one of them decides or audits something."""
+        ruled = any(len(row) == _RULED_ROW for row in rows)
+        if ruled:
+            rows = [row if len(row) == _RULED_ROW else (*row, None, None) for row in rows]
+        if len(rows) > _ONE_STATEMENT and not self._db.in_transaction:
+            self._db.execute("BEGIN IMMEDIATE")
+        if len(rows) <= _ONE_STATEMENT:  # one statement: its own transaction, or the above
+            inserts = _RULED_INSERTS if ruled else _INSERTS
+            self._db.execute(inserts[len(rows)], [value for row in rows for value in row])
+        else:
+            self._db.executemany(_RULED if ruled else _INSERT, rows)
 
     def _run_key(self, run_id: str) -> int:
         """The key of run `run_id`, given now if it has none (inside the write transaction)."""
@@ -440,21 +453,22 @@ def _by_run(batch: list[_Queued]) -> dict[str, list[_Queued]]:
 
 
 def _rows(run_id: str, events: list[_Queued], run_key: int) -> list[tuple[object, ...]]:
-    """The rows of one run's events in one commit: one row, unless several of them carry an
-    audit entry (parallel steps deciding in the same loop turn): one entry a row. A row with an
-    audit entry or a guard has three more values (guard, audit kind, audit body)."""
+    """The rows of one run's events in one commit: one row, unless several of them decide or
+    carry an audit entry (parallel steps deciding in the same loop turn): one such event a row.
+    A row that decides or audits has two more values (guard, audit entry)."""
     rows: list[tuple[object, ...]] = []
-    start, audit, guard = 0, None, None
+    start, ruled = 0, False
+    audit: bytes | None = None
+    guard: int | None = None
     for index, (event, _, _) in enumerate(events):
         if not _decides(event):
             continue
-        entry, event_guard = audit_entry(event), guard_of(event)
-        if audit is not None or guard is not None:  # this row has one already: close it
-            rows.append(_ruled(_row(run_id, events[start:index], run_key), guard, audit))
+        if ruled:  # this row has one already: close it
+            rows.append((*_row(run_id, events[start:index], run_key), guard, audit))
             start = index
-        audit, guard = entry, event_guard
+        ruled, audit, guard = True, audit_entry(event), guard_of(event)
     last = _row(run_id, events[start:], run_key)
-    rows.append(last if audit is None and guard is None else _ruled(last, guard, audit))
+    rows.append((*last, guard, audit) if ruled else last)
     return rows
 
 
@@ -468,14 +482,7 @@ def _decides(event: Event) -> bool:
     return guard_of(event) is not None
 
 
-_RULED_ROW = 9  # values in a row that goes through `ruled_events`
-
-
-def _ruled(
-    row: tuple[object, ...], guard: int | None, audit: tuple[str, bytes] | None
-) -> tuple[object, ...]:
-    kind, body = audit if audit is not None else (None, None)
-    return (*row, guard, kind, body)
+_RULED_ROW = 8  # values in a row that goes through `ruled_events`
 
 
 def _row(run_id: str, events: list[_Queued], run_key: int) -> tuple[object, ...]:

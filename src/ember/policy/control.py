@@ -37,10 +37,16 @@ class Snapshot(msgspec.Struct, frozen=True):
     policy: Policy
     tokens: dict[str, TokenRecord]
     local: str  # the OS user of this process, a principal without a token
+    known: dict[str, Principal] = msgspec.field(default_factory=dict)  # principal()'s answers
 
     def principal(self, name: str) -> Principal:
         """The principal `name` as of this version (`revoked` says why it may not act)."""
-        name = name or self.local
+        known = self.known.get(name)
+        if known is None:
+            known = self.known[name] = self._principal(name or self.local)
+        return known
+
+    def _principal(self, name: str) -> Principal:
         record = self.tokens.get(name)
         if record is None:
             if name == self.local:
