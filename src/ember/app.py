@@ -205,13 +205,15 @@ async def _checkpoints(settings: Settings, control: ControlPlane) -> AsyncIterat
             await asyncio.sleep(CHECKPOINT_EVERY_S)
             signer.checkpoint(control.store)
 
-    async with asyncio.TaskGroup() as group:
-        task = group.create_task(periodically())
-        try:
-            yield
-        finally:
-            task.cancel()
-            signer.checkpoint(control.store)
+    # not a TaskGroup: in Python 3.11 it would wrap the body's own errors in an ExceptionGroup
+    task = asyncio.create_task(periodically())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        signer.checkpoint(control.store)
 
 
 def run_exporters(settings: Settings) -> RunExporters:
