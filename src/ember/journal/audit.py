@@ -200,31 +200,39 @@ class Break(msgspec.Struct, frozen=True):
 
 
 def verify_chain(rows: Iterable[AuditRow], heads: dict[int, bytes] | None = None) -> Break | None:
-    """The first broken entry of `rows` (in seq order), or None if the chain holds. `heads`:
-    the hash a signed checkpoint vouches for at each of those seqs."""
+    """The first broken entry of `rows` (in order), or None if the chain holds. `heads`: the
+    hash a signed checkpoint vouches for at each of those entry numbers."""
     heads = heads or {}
-    previous: bytes | None = None
-    expected_seq = 1
-    for row in rows:
-        if row.seq != expected_seq:
-            return Break(
-                expected_seq, f"missing: the entry was removed (the next one is {row.seq})"
-            )
+    listed = list(rows)
+    for index, row in enumerate(listed):
+        expected = index + 1
+        if row.seq != expected:
+            return Break(expected, f"missing: entry {expected} was removed (next: {row.seq})")
+        previous = listed[index - 1].hash if index else None
         if chain(previous, row.body) != row.hash:
-            return Break(
-                row.seq,
-                "does not match its hash chain: it was edited, or an entry before it was "
-                "removed, inserted or moved",
-            )
+            return _diagnose(listed, index)
         vouched = heads.get(row.seq)
         if vouched is not None and vouched != row.hash:
             return Break(row.seq, "differs from the signed checkpoint: the log was rewritten")
-        previous, expected_seq = row.hash, expected_seq + 1
-    beyond = [seq for seq in heads if seq >= expected_seq]
+    beyond = [seq for seq in heads if seq > len(listed)]
     if beyond:
         return Break(
-            expected_seq,
-            f"missing: the log ends at entry {expected_seq - 1}, but a signed checkpoint "
-            f"vouches for entry {max(beyond)}: it was truncated",
+            len(listed) + 1,
+            f"missing: the log ends at entry {len(listed)}, but a signed checkpoint vouches "
+            f"for entry {max(beyond)}: it was truncated",
         )
     return None
+
+
+def _diagnose(rows: list[AuditRow], index: int) -> Break:
+    """Entry `index` does not follow the one before it: say what most likely happened."""
+    row = rows[index]
+    before_last = rows[index - 2].hash if index >= 2 else None
+    if index >= 1 and chain(before_last, row.body) == row.hash:
+        return Break(row.seq - 1, "inserted: the entry after it follows the entry before it")
+    if index + 1 < len(rows) and chain(rows[index + 1].hash, row.body) == row.hash:
+        return Break(row.seq, "moved: it follows the entry after it (entries were reordered)")
+    return Break(
+        row.seq,
+        "does not match its hash chain: it was edited, or an entry before it was removed",
+    )
