@@ -27,7 +27,10 @@ from ember.journal.control import ControlStore
 from .conftest import ember
 
 DATA = Path(__file__).parent / "data"
-RUNS = '@id("runs") permit(principal, action in [Action::"start_run", Action::"read_runs"], resource);\n'
+RUNS = (
+    '@id("runs") '
+    'permit(principal, action in [Action::"start_run", Action::"read_runs"], resource);\n'
+)
 OPS_RECORD = (
     '@id("ops record")\n'
     'permit(principal in Role::"ops", action == Action::"call", resource == Tool::"record");\n'
