@@ -161,6 +161,48 @@ def _control(db: Path, policy: str) -> Iterator[Any]:
         store.close()
 
 
+# -- policy: one decision ------------------------------------------------------------------------
+
+
+def policy_cedar_raw(n: int) -> Samples:
+    """The engine alone: `cedarpy.is_authorized` on a pre-parsed policy set and entities, with
+    the request built already (the floor of a decision that reads the call's arguments)."""
+    import json
+
+    import cedarpy
+
+    policies = cedarpy.PolicySet.from_str(CHAIN_POLICIES["conditions"])
+    user = {"type": "User", "id": "bench"}
+    entities = cedarpy.Entities.from_json_str(
+        json.dumps([{"uid": user, "attrs": {}, "parents": [{"type": "Role", "id": "ops"}]}])
+    )
+    request = {
+        "principal": user,
+        "action": {"type": "Action", "id": "call"},
+        "resource": {"type": "Tool", "id": "inc"},
+        "context": json.dumps({"args": {"x": 7}, "hour": 12, "minute": 0, "risk": "low"}),
+    }
+    assert cedarpy.is_authorized(request, policies, entities).allowed
+    return _repeat(lambda: cedarpy.is_authorized(request, policies, entities), n)
+
+
+def policy_decide(n: int, *, policy: str = "allow") -> Samples:
+    """`ember.policy.decide` on one call of the chain's tool, as the executor asks it: the
+    context built from the arguments and the time, the policy evaluated (or its decision known
+    for every call of that tool, when no rule reads the context)."""
+    from ember import Step
+    from ember.policy import CallContext, Principal, Verdict, compile_policy, decide
+
+    registry = _chain_registry()
+    descriptor = registry.get("inc").descriptor
+    compiled = compile_policy(CHAIN_POLICIES[policy], 1)
+    principal = Principal("bench", ("ops",))
+    step, args = Step(3, "inc", {"x": "$2.y"}), {"x": 7}
+    context = CallContext("r-bench", policy=compiled, principal=principal, at=time.time())
+    assert decide(step, descriptor, args, context).verdict is Verdict.RUN
+    return _repeat(lambda: decide(step, descriptor, args, context), n)
+
+
 def ember_concurrent_runs(n: int, *, runs: int = 100) -> Samples:
     """`runs` 20-step chains at once on one durable SQLite journal (group commit): the wall
     time of each batch divided by its steps, i.e. the inverse of durable steps per second."""
@@ -240,7 +282,7 @@ def floor_sqlite_step_records(n: int) -> Samples:
 
     with tempfile.TemporaryDirectory() as tmp:
         db = _wal_db(Path(tmp) / "floor.db", "NORMAL")
-        db.executescript("".join(MIGRATIONS))
+        db.executescript(";\n".join(MIGRATIONS))
         row = ("r-1", "step.done", 1.0, b"x" * 350, 7, 1)
 
         def commit() -> None:

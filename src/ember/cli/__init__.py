@@ -329,7 +329,7 @@ def _add_bench_command(commands: Any) -> None:
     )
     bench.add_argument(
         "--suite",
-        choices=["all", "layers", "peers", "executor", "transports", "run", "crash"],
+        choices=["all", "layers", "peers", "executor", "transports", "run", "crash", "revocation"],
         default="all",
     )
     bench.add_argument("--quick", action="store_true", help="fewer samples and crash trials")
