@@ -146,6 +146,38 @@ def _chain_runs(
             sink.close()
 
 
+def ember_chain_alternating(
+    n: int, *, policy: str = "allow", steps: int = 20
+) -> dict[str, Samples]:
+    """The durable chain step without and with the control plane (`policy`), one run of each in
+    turn on one journal in one process, so that a shared machine's drift hits both alike: the
+    fairest ratio of the two (per-step samples as `ember_chain_step`'s)."""
+    from ember import Runtime, ScriptedPlanner, SQLiteJournal
+
+    async def main(sink: Any, control: Any) -> dict[str, Samples]:
+        planner = ScriptedPlanner({"chain": _chain_plan(steps)})
+        plain = Runtime(_chain_registry(), planner, sink)
+        ruled = Runtime(_chain_registry(), planner, sink, control=control)
+        samples: dict[str, Samples] = {"without_control": [], "policy_audit": []}
+        for _ in range(max(1, n // steps)):
+            for name, runtime, principal in (
+                ("without_control", plain, ""),
+                ("policy_audit", ruled, "bench"),
+            ):
+                result = await runtime.run("chain", principal=principal)
+                assert result.status == "succeeded", result.error
+                samples[name].append(result.latency_ms["l4_e2e"] / 1000 / steps)
+        return samples
+
+    with tempfile.TemporaryDirectory() as tmp:
+        sink = SQLiteJournal(Path(tmp) / "bench.db")
+        try:
+            with _control(Path(tmp) / "bench.db", CHAIN_POLICIES[policy]) as control:
+                return asyncio.run(main(sink, control))
+        finally:
+            sink.close()
+
+
 @contextlib.contextmanager
 def _control(db: Path, policy: str) -> Iterator[Any]:
     """The control plane of `db` with `policy` in force and principal `bench` (role ops)."""

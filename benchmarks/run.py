@@ -134,6 +134,12 @@ SUITES: dict[str, list[Row]] = {
             target_ratio=1.3,
         ),
         Row(
+            "l3.ember.durable_chain20_alternating",
+            "ember_chain_alternating",
+            None,
+            10000,
+        ),
+        Row(
             "l3.ember.durable_chain20_policy_conditions_per_step",
             "ember_chain_step",
             "l3.ember.durable_chain20_per_step",

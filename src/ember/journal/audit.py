@@ -11,9 +11,8 @@ so editing, removing, inserting or reordering an entry breaks the chain at that 
 after it (`verify_chain`). Signed checkpoints of the chain head (`ember.policy.signing`) catch a
 log cut short after them, and a chain rewritten from some entry to its end.
 
-The SQLite journal keeps an entry in the row of the event it belongs to, written by the same
-statement (its `ruled_events` trigger numbers it and calls `chain` as the SQL function
-`ember_chain`), so auditing a call adds no row, page or commit to the step.
+The SQLite journal keeps an entry in the row of the event it belongs to, numbered and chained
+by the same write (`ember.journal.rows`), so auditing a call adds no row or commit to the step.
 """
 
 from __future__ import annotations

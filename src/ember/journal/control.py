@@ -4,7 +4,7 @@ version, the tokens (a hash of each, never the token), the audit log and its che
 Every change (a policy set, a token created or revoked, a role taken away) is one transaction
 that makes the change, bumps the version and appends the change's audit entry, so a process
 deciding a call sees either the state before the change or after it, and the journal refuses a
-decision made before it (`ember.journal.sqlite`, the `ruled_events` trigger). What the rows
+decision made before it (`ember.journal.rows`). What the rows
 mean (Cedar, principals, signatures) is `ember.policy`'s business.
 """
 
@@ -21,16 +21,17 @@ from typing import Any
 import msgspec
 
 from ember.errors import JournalError, UserError
-from ember.journal.audit import AuditRow, canonical
+from ember.journal.audit import AuditRow, canonical, chain
+from ember.journal.rows import read_head
 from ember.journal.sqlite import open_database
 
 __all__ = ["Checkpoint", "ControlStore", "StoredPolicy", "TokenRecord"]
 
 # A control-plane change is a row of its own in `events` (run id '', kind 'control') holding
-# its audit entry; the `ruled_events` trigger numbers and chains it.
+# its audit entry, numbered and chained after the log's head, read in the same transaction.
 _APPEND_AUDIT = (
-    "INSERT INTO ruled_events(run_id, kind, at, body, crc, run_key, guard, audit) "
-    "VALUES ('', 'control', ?, ?, ?, NULL, NULL, ?)"
+    "INSERT INTO events(run_id, kind, at, body, crc, audit_seq, audit, chain) "
+    "VALUES ('', 'control', ?, ?, ?, ?, ?, ?)"
 )
 
 
@@ -169,7 +170,10 @@ class ControlStore:
             entry["at_us"] = round(at * 1_000_000)
             self._db.execute("UPDATE control SET version = ? WHERE id = 0", (version,))
             body = canonical(entry)
-            self._db.execute(_APPEND_AUDIT, (at, body, zlib.crc32(body), body))
+            seq, head = read_head(self._db)
+            self._db.execute(
+                _APPEND_AUDIT, (at, body, zlib.crc32(body), seq + 1, body, chain(head, body))
+            )
             self._db.execute("COMMIT")
         except BaseException:
             if self._db.in_transaction:
@@ -192,11 +196,8 @@ class ControlStore:
 
     def head(self) -> tuple[int, bytes] | None:
         """The last entry's number and hash."""
-        row = self._db.execute(
-            "SELECT audit_seq, chain FROM events WHERE audit_seq IS NOT NULL "
-            "ORDER BY seq DESC LIMIT 1"
-        ).fetchone()
-        return (int(row[0]), bytes(row[1])) if row else None
+        seq, digest = read_head(self._db)
+        return (seq, digest) if digest is not None else None
 
     def checkpoints(self) -> list[Checkpoint]:
         rows = self._db.execute(

@@ -17,12 +17,12 @@ Durability levels:
   crashing or being killed; a power cut or OS crash can lose the last commits (never corrupt).
 - `full`: synchronous=FULL, an fsync per commit: survives power loss too, at ~0.4 ms a commit.
 
-Decisions and the audit log: an event that records a policy decision (`ember.journal.audit`)
-goes in through the `ruled_events` view, whose trigger, in the same statement, refuses it if the
-control plane's version is no longer the one it was decided under (the append raises
-`PolicyChangedError`; the other events of the commit are written) and appends its audit entry to
-the hash chain. The check and the write are one statement of one transaction, so a revocation
-committed by any process is either before the call's intent (which is then refused) or after it.
+Decisions and the audit log (`ember.journal.rows`): an event that records a policy decision is
+written only while the control plane's version is still the one it was decided under, checked by
+the statement (or transaction) that writes it; else its append raises `PolicyChangedError` and
+the other events of the commit are written. Its audit entry is chained into its own row by the
+same write. So a revocation committed by any process comes either before the call's intent
+(which is then refused) or after it.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Literal
 
 from ember.errors import CorruptRecordError, JournalError, PolicyChangedError, RunNotFoundError
-from ember.journal.audit import audit_entry, chain, guard_of
+from ember.journal.audit import guard_of
 from ember.journal.events import (
     Event,
     RunDone,
@@ -46,6 +46,16 @@ from ember.journal.events import (
     RunWaiting,
     decode_events,
     encode_event,
+)
+from ember.journal.rows import (
+    Head,
+    Queued,
+    Row,
+    by_run,
+    encoded,
+    insert_checked,
+    insert_one,
+    split,
 )
 
 __all__ = ["Durability", "SQLiteJournal", "open_database"]
@@ -88,8 +98,7 @@ MIGRATIONS: Sequence[str] = (
     # of each); the audit log's signed checkpoints. The audit log itself is in `events`: an
     # entry (`audit`), its number (`audit_seq`) and its chained hash (`chain`) in the row of the
     # event it records, NULL in other rows; a control-plane change is a row of its own (run id
-    # '', kind 'control'). Decision-bearing events are written through `ruled_events` (see the
-    # module docstring), which numbers and chains the entry in the same statement.
+    # '', kind 'control'). See `ember.journal.rows`.
     """
     CREATE TABLE control(id INTEGER PRIMARY KEY CHECK (id = 0), version INTEGER NOT NULL);
     INSERT INTO control VALUES (0, 0);
@@ -110,67 +119,26 @@ MIGRATIONS: Sequence[str] = (
     ALTER TABLE events ADD COLUMN audit_seq INTEGER;
     ALTER TABLE events ADD COLUMN audit BLOB;
     ALTER TABLE events ADD COLUMN chain BLOB;
-    CREATE VIEW ruled_events AS
-        SELECT run_id, kind, at, body, crc, run_key, NULL AS guard, audit FROM events WHERE 0;
-    CREATE TRIGGER ruled_insert INSTEAD OF INSERT ON ruled_events BEGIN
-        SELECT RAISE(ABORT, 'ember: the control plane changed')
-            WHERE NEW.guard IS NOT NULL
-            AND NEW.guard IS NOT (SELECT version FROM control WHERE id = 0);
-        INSERT INTO events(run_id, kind, at, body, crc, run_key, audit_seq, audit, chain)
-            SELECT NEW.run_id, NEW.kind, NEW.at, NEW.body, NEW.crc, NEW.run_key,
-                coalesce(head.audit_seq, 0) + 1, NEW.audit, ember_chain(head.chain, NEW.audit)
-            FROM (SELECT 1) LEFT JOIN (
-                SELECT audit_seq, chain FROM events WHERE audit_seq IS NOT NULL
-                ORDER BY seq DESC LIMIT 1
-            ) AS head ON 1
-            WHERE NEW.audit IS NOT NULL;
-        INSERT INTO events(run_id, kind, at, body, crc, run_key)
-            SELECT NEW.run_id, NEW.kind, NEW.at, NEW.body, NEW.crc, NEW.run_key
-            WHERE NEW.audit IS NULL;
-    END;
     """,
 )
 
-_STALE = "ember: the control plane changed"  # the trigger's message when a guard fails
-
 
 _INSERT = "INSERT INTO events(run_id, kind, at, body, crc, run_key) VALUES (?,?,?,?,?,?)"
-_RULED = (
-    "INSERT INTO ruled_events(run_id, kind, at, body, crc, run_key, guard, audit) "
-    "VALUES (?,?,?,?,?,?,?,?)"
-)
 # Commits of up to this many rows (runs) are one multi-row INSERT in autocommit mode, without
 # the BEGIN and COMMIT statements around `executemany` (~4 us less a commit).
 _ONE_STATEMENT = 8
 _INSERTS = {n: _INSERT + ",(?,?,?,?,?,?)" * (n - 1) for n in range(1, _ONE_STATEMENT + 1)}
-_RULED_INSERTS = {n: _RULED + ",(?,?,?,?,?,?,?,?)" * (n - 1) for n in range(1, _ONE_STATEMENT + 1)}
-# A row's `kind` when it holds several events: `run.started` if it holds it (runs are listed by
-# it), else the last of these it holds (a run's status is found by them), else its first event's.
-_STATE_CHANGES: dict[type, str] = {
-    RunResumed: "run.resumed",
-    RunWaiting: "run.waiting",
-    RunDone: "run.done",
-}
-
-
-# A queued event: the event, its encoded body and, for `append`, what is waiting on it.
-_Queued = tuple[Event, bytes, "asyncio.Future[None] | None"]
-# Events whose type may carry an audit entry or a guard (`ember.journal.audit`).
-_RULED_TYPES = frozenset(
-    {"run.started", "step.intent", "step.denied", "step.awaiting_approval", "step.resolved"}
-)
 
 
 def open_database(path: Path, durability: Durability = "normal") -> sqlite3.Connection:
-    """A connection to the journal database at `path` (WAL, migrated to the current schema,
-    with the `ember_chain` SQL function the audit trigger calls). `JournalError` if it cannot."""
+    """A connection to the journal database at `path` (WAL, migrated to the current schema).
+    `JournalError` if it cannot."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         db.execute("PRAGMA busy_timeout=10000")  # first: the next one may wait too
         db.execute("PRAGMA journal_mode=WAL")
         db.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
-        db.create_function("ember_chain", 2, chain, deterministic=True)
         _migrate(db, path)
     except (sqlite3.Error, OSError) as exc:
         raise JournalError(f"cannot open the journal at {path}: {exc}") from None
@@ -217,12 +185,13 @@ class SQLiteJournal:
         self.path = Path(path)
         self.durability = durability
         self._db = open_database(self.path, durability)
-        self._pending: list[_Queued] = []
+        self._pending: list[Queued] = []
         self._failure: JournalError | None = None
         # The run whose events alone filled the last commit and fill the queue (else None).
         self._solo: str | None = None
         self._pending_run: str | None = None
         self._keys: dict[str, int] = {}  # run id -> run key, for runs not done yet
+        self._head: Head | None = None  # the audit log's head as this process last wrote it
         # The event loop on which a flush is scheduled (a chain whose steps run back to back
         # queues each outcome before a flush has run: one scheduled flush serves them all).
         self._flush_on: asyncio.AbstractEventLoop | None = None
@@ -284,11 +253,12 @@ class SQLiteJournal:
         if self.durability == "normal":
             self._solo = self._pending_run  # one run filled this commit: None if several
         try:
-            batch = self._commit_ruled(batch, self._pending_run)
+            stale = self._commit(batch, self._pending_run)
         except sqlite3.Error as exc:
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")
             self._keys.clear()  # keys given out in the rolled-back transaction are void
+            self._head = None
             error = JournalError(f"cannot write to the journal at {self.path}: {exc}")
             waited = [future for _, _, future in batch if future is not None]
             if len(waited) < len(batch):
@@ -297,72 +267,61 @@ class SQLiteJournal:
                 if not future.done():
                     future.set_exception(error)
             return
+        for event, _, refused in stale:  # decided under a version that is no longer current
+            if refused is not None and not refused.done():
+                refused.set_exception(PolicyChangedError(guard_of(event) or 0))
         for _, _, maybe in batch:
             if maybe is not None and not maybe.done():
                 maybe.set_result(None)
 
-    def _commit_ruled(self, batch: list[_Queued], run_id: str | None) -> list[_Queued]:
-        """Commit `batch`; if the control plane changed since some of its decisions were made,
-        commit the rest and fail those decisions' appends. Returns what was committed."""
-        try:
-            self._commit(batch, run_id)
-        except sqlite3.IntegrityError as exc:
-            if _STALE not in str(exc):
-                raise
-            if self._db.in_transaction:
-                self._db.execute("ROLLBACK")
-            self._keys.clear()  # keys given out in the rolled-back transaction are void
-            stale = [queued for queued in batch if guard_of(queued[0]) is not None]
-            batch = [queued for queued in batch if guard_of(queued[0]) is None]
-            if batch:
-                self._commit(batch, None)
-            for event, _, future in stale:
-                if future is not None and not future.done():
-                    future.set_exception(PolicyChangedError(guard_of(event) or 0))
-        return batch
-
-    def _commit(self, batch: list[_Queued], run_id: str | None) -> None:
+    def _commit(self, batch: list[Queued], run_id: str | None) -> list[Queued]:
         """One transaction: a row for each run in `batch` with that run's events (`run_id`:
-        the one run whose events fill `batch`, else None)."""
-        keys = self._keys
+        the one run whose events fill `batch`, else None). Returns the events it left out
+        because they were decided under a control-plane version that is no longer current."""
+        keys, stale = self._keys, []
         if run_id is not None:  # one run's events (a chain step: the common case, kept short)
             key = keys.get(run_id)
             if key is None:
                 self._db.execute("BEGIN IMMEDIATE")
                 key = keys[run_id] = self._run_key(run_id)
-            rows = _rows(run_id, batch, key)
-            if len(rows) == 1 and len(rows[0]) != _RULED_ROW:
-                self._db.execute(_INSERT, rows[0])
-            else:
-                self._insert(rows)
+            rows = split(run_id, batch, key)
         else:
-            runs = _by_run(batch)
+            runs = by_run(batch)
             new_runs = [run for run in runs if run not in keys]
             if new_runs or len(runs) > _ONE_STATEMENT:
                 self._db.execute("BEGIN IMMEDIATE")
             for run in new_runs:
                 keys[run] = self._run_key(run)
-            self._insert(
-                [row for run, queued in runs.items() for row in _rows(run, queued, keys[run])]
-            )
+            rows = [row for run, queued in runs.items() for row in split(run, queued, keys[run])]
+        if all(row.decider is None for row in rows):
+            self._insert([encoded(row.run_id, row.events, row.run_key) for row in rows])
+        else:
+            stale = self._insert_decisions(rows)
         if self._db.in_transaction:
             self._db.execute("COMMIT")
         for event, _, _ in batch:
             if type(event) is RunDone:
                 keys.pop(event.run_id, None)
+        return stale
 
     def _insert(self, rows: list[tuple[object, ...]]) -> None:
-        """Insert `rows`: through `ruled_events` if one of them decides or audits something."""
-        ruled = any(len(row) == _RULED_ROW for row in rows)
-        if ruled:
-            rows = [row if len(row) == _RULED_ROW else (*row, None, None) for row in rows]
-        if len(rows) > _ONE_STATEMENT and not self._db.in_transaction:
-            self._db.execute("BEGIN IMMEDIATE")
-        if len(rows) <= _ONE_STATEMENT:  # one statement: its own transaction, or the above
-            inserts = _RULED_INSERTS if ruled else _INSERTS
-            self._db.execute(inserts[len(rows)], [value for row in rows for value in row])
+        if len(rows) <= _ONE_STATEMENT:  # one statement: its own transaction, or the caller's
+            self._db.execute(_INSERTS[len(rows)], [value for row in rows for value in row])
         else:
-            self._db.executemany(_RULED if ruled else _INSERT, rows)
+            if not self._db.in_transaction:
+                self._db.execute("BEGIN IMMEDIATE")
+            self._db.executemany(_INSERT, rows)
+
+    def _insert_decisions(self, rows: list[Row]) -> list[Queued]:
+        """Rows of which some decide or are audited (`ember.journal.rows`): a lone row in one
+        checked statement when the head is known, else a checked transaction."""
+        if len(rows) == 1 and self._head is not None and not self._db.in_transaction:
+            head = insert_one(self._db, rows[0], self._head)
+            if head is not None:
+                self._head = head
+                return []
+        stale, self._head = insert_checked(self._db, rows)
+        return stale
 
     def _run_key(self, run_id: str) -> int:
         """The key of run `run_id`, given now if it has none (inside the write transaction)."""
@@ -443,60 +402,3 @@ class SQLiteJournal:
                 future.set_exception(JournalError("the journal was closed before this append"))
         self._pending = []
         self._db.close()
-
-
-def _by_run(batch: list[_Queued]) -> dict[str, list[_Queued]]:
-    runs: dict[str, list[_Queued]] = {}
-    for queued in batch:
-        runs.setdefault(queued[0].run_id, []).append(queued)
-    return runs
-
-
-def _rows(run_id: str, events: list[_Queued], run_key: int) -> list[tuple[object, ...]]:
-    """The rows of one run's events in one commit: one row, unless several of them decide or
-    carry an audit entry (parallel steps deciding in the same loop turn): one such event a row.
-    A row that decides or audits has two more values (guard, audit entry)."""
-    rows: list[tuple[object, ...]] = []
-    start, ruled = 0, False
-    audit: bytes | None = None
-    guard: int | None = None
-    for index, (event, _, _) in enumerate(events):
-        if not _decides(event):
-            continue
-        if ruled:  # this row has one already: close it
-            rows.append((*_row(run_id, events[start:index], run_key), guard, audit))
-            start = index
-        ruled, audit, guard = True, audit_entry(event), guard_of(event)
-    last = _row(run_id, events[start:], run_key)
-    rows.append((*last, guard, audit) if ruled else last)
-    return rows
-
-
-def _decides(event: Event) -> bool:
-    """Whether `event` has an audit entry or a guard (a cheap test first: most events have
-    neither)."""
-    if type(event).__struct_config__.tag not in _RULED_TYPES:
-        return False
-    if type(event) is RunStarted:
-        return bool(event.principal)
-    return guard_of(event) is not None
-
-
-_RULED_ROW = 8  # values in a row that goes through `ruled_events`
-
-
-def _row(run_id: str, events: list[_Queued], run_key: int) -> tuple[object, ...]:
-    """The `events` row of one run's events in one commit (`_STATE_CHANGES`: its kind)."""
-    first = events[0][0]
-    kind = type(first).__struct_config__.tag
-    if len(events) == 1:
-        body = events[0][1]
-    else:
-        body = b"[" + b",".join([encoded for _, encoded, _ in events]) + b"]"
-        if kind != "run.started":
-            for event, _, _ in reversed(events):
-                change = _STATE_CHANGES.get(type(event))
-                if change is not None:
-                    kind = change
-                    break
-    return (run_id, kind, first.at, body, zlib.crc32(body), run_key)
