@@ -268,3 +268,16 @@ def test_a_run_resumed_after_kill_9_is_decided_by_the_policy_in_force(plane: Pla
     assert killed_at <= 4
     calls = [e for e in plane.audit() if e["kind"] == "call"]
     assert all(e["principal"] == "bob" for e in calls)  # the run's principal, after the kill too
+
+
+def test_revocations_at_random_instants_leave_no_stale_call() -> None:
+    """The revocation race of docs/benchmarks.md, small: runs in a child process, revocations
+    from this one; every effect is an allowed call, none after a revocation committed."""
+    from ember.measure.revocation import run_revocation_race
+
+    report = run_revocation_race(30, seed=3)
+    assert report.runs > 0
+    assert report.calls_allowed == report.effects > 0
+    assert report.calls_denied > 0  # the revocations did bite
+    assert report.stale_calls == 0
+    assert report.stale_effects == 0
