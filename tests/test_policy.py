@@ -274,3 +274,16 @@ def test_doctor_lists_destinations_and_egress_refuses_unlisted_ones(tmp_path: Pa
     allowed = json.dumps(["127.0.0.1", f"unix:{socket_path}"])
     (tmp_path / "ember.toml").write_text(f"egress = {allowed}\n")
     assert plane.ember("doctor").returncode == 0
+
+
+def test_the_example_policy_compiles_against_the_demo_tools(registry: ToolRegistry) -> None:
+    text = (Path(__file__).parents[1] / "examples" / "policy.cedar").read_text()
+    tools = {t.descriptor.tool_name: t for t in registry}
+    policy = compile_policy(text, 1, tools=tools, principals=set())
+    ann = Principal("ann", ("staff", "analyst"))
+    context = call_context(registry.get("query_sql").descriptor, {"sql": "SELECT 1"}, 0.0)
+    context["hour"] = 12
+    assert policy.judge(ann, "call", "query_sql", lambda: context).allowed
+    context = call_context(registry.get("query_sql").descriptor, {"sql": "DELETE FROM t"}, 0.0)
+    context["hour"] = 12
+    assert not policy.judge(ann, "call", "query_sql", lambda: context).allowed

@@ -44,20 +44,35 @@ def time_context(at: float) -> dict[str, Any]:
     return {"hour": moment.tm_hour, "minute": moment.tm_min, "weekday": _WEEKDAYS[moment.tm_wday]}
 
 
+# Per tool descriptor (kept alive here, so its id is not reused): its `number` parameters, and
+# the arguments it names like paths. Computed once, not at every call.
+_shapes: dict[int, tuple[ToolDescriptor, frozenset[str]]] = {}
+
+
+def _numbers(tool: ToolDescriptor) -> frozenset[str]:
+    known = _shapes.get(id(tool))
+    if known is None:
+        properties = tool.parameters.get("properties", {})
+        numbers = frozenset(n for n, spec in properties.items() if spec.get("type") == "number")
+        known = _shapes[id(tool)] = (tool, numbers)
+    return known[1]
+
+
 def call_context(tool: ToolDescriptor, args: dict[str, Any], at: float) -> dict[str, Any]:
     """The Cedar context of a call of `tool` with `args` decided at `at`."""
-    types = {name: spec.get("type") for name, spec in tool.parameters.get("properties", {}).items()}
+    numbers = _numbers(tool)
     cedar_args: dict[str, Any] = {}
+    paths: dict[str, str] = {}
     for name, value in args.items():
-        converted = cedar_value(value, as_decimal=types.get(name) == "number")
+        if type(value) is str:
+            cedar_args[name] = value
+            if _PATH_NAME.match(name):
+                paths[name] = posixpath.normpath(value)
+            continue
+        converted = cedar_value(value, as_decimal=name in numbers)
         if converted is not None:
             cedar_args[name] = converted
     context: dict[str, Any] = {"args": cedar_args, "risk": tool.risk.value, **time_context(at)}
-    paths = {
-        name: posixpath.normpath(value)
-        for name, value in args.items()
-        if isinstance(value, str) and _PATH_NAME.match(name)
-    }
     if paths:
         context["paths"] = paths
     if isinstance(args.get("sql"), str):
