@@ -196,9 +196,10 @@ class Runtime:
         else:
             planning = PlanningTask(state.task, today, tuple(self.registry.descriptors()))
             plan = self._need_planner().plan(planning)
-        return await self._execute(
-            run_id, state.task, today, plan, state, principal=state.principal
-        )
+        principal = state.principal  # runs journaled before principals: the local user's
+        if not principal and self.control is not None:
+            principal = self.control.local
+        return await self._execute(run_id, state.task, today, plan, state, principal=principal)
 
     async def resolve(self, run_id: str, step_id: int, decision: Decision, by: str = "") -> None:
         """Record a person's decision about a waiting step; `resume` then carries it out:
@@ -227,7 +228,8 @@ class Runtime:
             return
         while True:  # a person's decision is a policy decision too: may `by` approve this?
             snapshot = self.control.refresh()
-            context = {"run_principal": {"__entity": {"type": "User", "id": state.principal}}}
+            started_by = state.principal or self.control.local
+            context = {"run_principal": {"__entity": {"type": "User", "id": started_by}}}
             judged = snapshot.require(by or self.control.local, "approve", step.step.tool, context)
             resolved = StepResolved(
                 run_id, self.wall(), step_id, decision, by, snapshot.version, judged.rule
