@@ -180,3 +180,38 @@ def test_entries_are_canonical_json() -> None:
     assert hashlib.sha256(bytes(32) + canonical(as_dict)).digest() == chain(
         None, canonical(as_dict)
     )
+
+
+def test_two_writers_keep_one_chain_and_a_stale_decision_is_refused(tmp_path: Path) -> None:
+    """Two journals on one file (two processes' worth) chain their entries one after the other;
+    a decision made under a version that moved is not written."""
+    import asyncio
+
+    from ember import SQLiteJournal
+    from ember.errors import PolicyChangedError
+    from ember.journal import StepIntent
+    from ember.journal.control import ControlStore
+
+    path = tmp_path / "two.db"
+    first, second, store = SQLiteJournal(path), SQLiteJournal(path), ControlStore(path)
+
+    def intent(run: str, step: int, version: int) -> StepIntent:
+        return StepIntent(run, 1.0, step, "record", {"n": step}, f"{run}:{step}:k", "bob", version)
+
+    async def write() -> None:
+        for step in range(1, 21):
+            await first.append(intent("r-a", step, 0))
+            await second.append(intent("r-b", step, 0))
+        store.set_policy("permit(principal, action, resource);", "test")
+        with pytest.raises(PolicyChangedError):
+            await first.append(intent("r-a", 21, 0))
+        await first.append(intent("r-a", 21, 1))
+
+    asyncio.run(write())
+    rows = list(store.audit())
+    assert len(rows) == 42  # 40 calls, the policy change, the call decided again
+    assert verify_chain(rows) is None
+    assert [json.loads(row.body)["kind"] for row in rows[-2:]] == ["policy.set", "call"]
+    assert len([e for e in first.read("r-a") if isinstance(e, StepIntent)]) == 21
+    for closing in (first, second, store):
+        closing.close()
