@@ -163,6 +163,8 @@ def test_a_token_revoked_while_a_run_is_in_flight_denies_its_very_next_call(
     no call happens after the revocation committed (0 stale calls, from the effect log)."""
     bob = plane.token("bob", "ops")
     plane.policy(RUNS + OPS_RECORD)
+    # each call takes 0.5 s: the revoking process has seconds to start before the run ends
+    plane.env["EMBER_EFFECT_SECONDS"] = "0.5"
     answer: dict[str, Any] = {}
     with _serving(plane) as base:
         post = threading.Thread(
