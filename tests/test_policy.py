@@ -287,3 +287,15 @@ def test_the_example_policy_compiles_against_the_demo_tools(registry: ToolRegist
     context = call_context(registry.get("query_sql").descriptor, {"sql": "DELETE FROM t"}, 0.0)
     context["hour"] = 12
     assert not policy.judge(ann, "call", "query_sql", lambda: context).allowed
+
+
+def test_a_denial_names_the_forbid_that_decided_at_its_line_among_many_rules() -> None:
+    text = "".join(
+        f'@id("r{i}")\nforbid(principal, action, resource == Tool::"t{i}");\n' for i in range(12)
+    )
+    policy = compile_policy(text + "permit(principal, action, resource);\n", 4)
+    judged = policy.judge(BOB, "call", "t11", dict)  # known without the context (cached)
+    assert not judged.allowed
+    assert judged.reason == 'forbidden to bob (finance) to call t11 by "r11" (line 23) (policy v4)'
+    allowed = policy.judge(BOB, "call", "other", dict)
+    assert (allowed.allowed, allowed.rule) == (True, "the rule at line 25")

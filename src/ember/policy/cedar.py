@@ -69,6 +69,7 @@ class _Rule(msgspec.Struct, frozen=True):
     label: str  # `@id` and line, or the line
     line: int
     require_approval: str | None
+    forbids: bool  # a `forbid` (else a `permit`)
 
 
 class Policy:
@@ -83,10 +84,12 @@ class Policy:
         except ValueError as exc:
             raise PolicyError(_error_line(text), str(exc), source) from None
         starts = list(_statement_lines(text))
-        self._rules = {
-            pid: _Rule(_label(body, starts[i]), starts[i], _approval(body))
-            for i, (pid, body) in enumerate(self._est.items())
-        }
+        self._rules: dict[str, _Rule] = {}
+        for order, (pid, body) in enumerate(self._est.items()):
+            index = int(pid[6:]) if re.fullmatch(r"policy\d+", pid) else order  # policyN
+            line = starts[index] if index < len(starts) else 0
+            forbids = body.get("effect") == "forbid"
+            self._rules[pid] = _Rule(_label(body, line), line, _approval(body), forbids)
         self._known: dict[tuple[str, str, str], Judgement | None] = {}
         self._entities: dict[Principal, Any] = {}
 
@@ -177,7 +180,13 @@ class Policy:
         action: str,
         resource: str,
     ) -> Judgement:
-        rules = [self._rules[pid] for pid in reasons if pid in self._rules]
+        # the rules that decided: permits that allowed, or forbids that denied (partial
+        # evaluation lists every rule it found satisfied, of either effect)
+        rules = [
+            rule
+            for rule in (self._rules.get(pid) for pid in reasons)
+            if rule is not None and rule.forbids != allowed
+        ]
         rule = "; ".join(r.label for r in rules)
         if allowed:
             asks = next((r.require_approval for r in rules if r.require_approval is not None), "")
