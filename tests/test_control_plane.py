@@ -283,3 +283,18 @@ def test_revocations_at_random_instants_leave_no_stale_call() -> None:
     assert report.calls_denied > 0  # the revocations did bite
     assert report.stale_calls == 0
     assert report.stale_effects == 0
+
+
+def test_a_role_taken_away_denies_the_next_run_of_its_principal(plane: Plane) -> None:
+    plane.env["EMBER_EFFECT_SECONDS"] = "0"
+    plane.token("bob", "ops", "staff")
+    plane.policy(RUNS + OPS_RECORD)
+    assert plane.ember("--as", "bob", *plane.run_args("one"), token="bob").returncode == 0
+    taken = plane.ember("tokens", "revoke", "bob", "--role", "ops")
+    assert taken.returncode == 0, taken.stderr
+    assert "roles: staff" in plane.ember("tokens", "list").stdout
+    denied = plane.ember("--as", "bob", *plane.run_args("one"), token="bob")
+    assert denied.returncode == 1
+    assert "no rule of policy v3 permits bob (staff) to call record" in denied.stderr
+    assert plane.effects() == [1]
+    assert [e["kind"] for e in plane.audit()].count("role.remove") == 1
