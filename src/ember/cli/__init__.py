@@ -191,15 +191,17 @@ def _add_journal_commands(commands: Any) -> None:
     show.add_argument("--json", action="store_true", help="print the run and events as JSON")
     show.set_defaults(handler=_command("commands", "runs_show"))
     resolve = runs_commands.add_parser(
-        "resolve", help="decide about an in-doubt step (then `ember resume` the run)"
+        "resolve", help="decide about a waiting step (then `ember resume` the run)"
     )
     resolve.add_argument("run_id", help="a run id, or a unique prefix of one")
-    resolve.add_argument("step_id", type=int, help="the in-doubt step")
+    resolve.add_argument("step_id", type=int, help="the step in doubt or awaiting approval")
     decision = resolve.add_mutually_exclusive_group(required=True)
     for name, text in (
         ("retry", "call the tool again (same idempotency key)"),
         ("skip", "take the step as done: the effect did happen"),
         ("fail", "fail the step; the steps that need it are skipped"),
+        ("approve", "approve a call waiting for approval (`ember approve` also continues it)"),
+        ("deny", "deny a call waiting for approval"),
     ):
         decision.add_argument(
             f"--{name}", dest="decision", action="store_const", const=name, help=text
