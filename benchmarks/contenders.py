@@ -92,25 +92,41 @@ def ember_l2_step(n: int) -> Samples:
     return samples[:n]
 
 
-def ember_chain_step(n: int, *, journal: str = "memory", steps: int = 20) -> Samples:
+def ember_chain_step(
+    n: int, *, journal: str = "memory", steps: int = 20, policy: str | None = None
+) -> Samples:
     """A whole `steps`-step sequential chain, end to end, divided by its steps: the per-step
     cost including scheduling between steps, the scripted planner and (`journal="sqlite"`)
-    durability."""
+    durability. `policy` (sqlite only): under the control plane, with the Cedar policy of that
+    name in `CHAIN_POLICIES`: every call decided, journaled with its version, audited."""
     return [
         done.latency_ms["l4_e2e"] / 1000 / steps
-        for done in _chain_runs(max(1, n // steps), journal=journal, steps=steps)
+        for done in _chain_runs(max(1, n // steps), journal=journal, steps=steps, policy=policy)
     ]
 
 
-def _chain_runs(runs: int, *, journal: str = "memory", steps: int = 20) -> list[Any]:
+# Policies for the chain under the control plane: a rule that does not read the call (decided
+# once per version and principal, by Cedar's partial evaluation), and one with a condition on the
+# arguments and the time of day (every call evaluated in full).
+CHAIN_POLICIES = {
+    "allow": '@id("inc") permit(principal, action == Action::"call", resource == Tool::"inc");',
+    "conditions": '@id("inc") permit(principal in Role::"ops", action == Action::"call", '
+    'resource == Tool::"inc") when { context.args.x < 1000000 && context.hour >= 0 };',
+}
+
+
+def _chain_runs(
+    runs: int, *, journal: str = "memory", steps: int = 20, policy: str | None = None
+) -> list[Any]:
     from ember import Runtime, ScriptedPlanner, SQLiteJournal
     from ember.journal import RunDone
     from ember.testing import MemoryJournal
 
-    async def main(sink: Any) -> list[Any]:
+    async def main(sink: Any, control: Any = None) -> list[Any]:
         planner = ScriptedPlanner({"chain": _chain_plan(steps)})
-        runtime = Runtime(_chain_registry(), planner, sink)
-        results = [await runtime.run("chain") for _ in range(runs)]
+        runtime = Runtime(_chain_registry(), planner, sink, control=control)
+        principal = "bench" if control is not None else ""
+        results = [await runtime.run("chain", principal=principal) for _ in range(runs)]
         assert all(result.status == "succeeded" for result in results), results[0].error
         # read once the runs are over, so that decoding them is not garbage for the runs to collect
         finished = [sink.read(result.run_id)[-1] for result in results]
@@ -122,9 +138,101 @@ def _chain_runs(runs: int, *, journal: str = "memory", steps: int = 20) -> list[
     with tempfile.TemporaryDirectory() as tmp:
         sink = SQLiteJournal(Path(tmp) / "bench.db")
         try:
-            return asyncio.run(main(sink))
+            if policy is None:
+                return asyncio.run(main(sink))
+            with _control(Path(tmp) / "bench.db", CHAIN_POLICIES[policy]) as control:
+                return asyncio.run(main(sink, control))
         finally:
             sink.close()
+
+
+def ember_chain_alternating(
+    n: int, *, policy: str = "allow", steps: int = 20
+) -> dict[str, Samples]:
+    """The durable chain step without and with the control plane (`policy`), one run of each in
+    turn on one journal in one process, so that a shared machine's drift hits both alike: the
+    fairest ratio of the two (per-step samples as `ember_chain_step`'s)."""
+    from ember import Runtime, ScriptedPlanner, SQLiteJournal
+
+    async def main(sink: Any, control: Any) -> dict[str, Samples]:
+        planner = ScriptedPlanner({"chain": _chain_plan(steps)})
+        plain = Runtime(_chain_registry(), planner, sink)
+        ruled = Runtime(_chain_registry(), planner, sink, control=control)
+        samples: dict[str, Samples] = {"without_control": [], "policy_audit": []}
+        for _ in range(max(1, n // steps)):
+            for name, runtime, principal in (
+                ("without_control", plain, ""),
+                ("policy_audit", ruled, "bench"),
+            ):
+                result = await runtime.run("chain", principal=principal)
+                assert result.status == "succeeded", result.error
+                samples[name].append(result.latency_ms["l4_e2e"] / 1000 / steps)
+        return samples
+
+    with tempfile.TemporaryDirectory() as tmp:
+        sink = SQLiteJournal(Path(tmp) / "bench.db")
+        try:
+            with _control(Path(tmp) / "bench.db", CHAIN_POLICIES[policy]) as control:
+                return asyncio.run(main(sink, control))
+        finally:
+            sink.close()
+
+
+@contextlib.contextmanager
+def _control(db: Path, policy: str) -> Iterator[Any]:
+    """The control plane of `db` with `policy` in force and principal `bench` (role ops)."""
+    from ember.journal.control import ControlStore
+    from ember.policy.control import ControlPlane
+
+    store = ControlStore(db)
+    try:
+        store.add_token("bench", ("ops",), "0" * 64, "bench")
+        store.set_policy(policy, "bench")
+        yield ControlPlane(store, local="bench")
+    finally:
+        store.close()
+
+
+# -- policy: one decision ------------------------------------------------------------------------
+
+
+def policy_cedar_raw(n: int) -> Samples:
+    """The engine alone: `cedarpy.is_authorized` on a pre-parsed policy set and entities, with
+    the request built already (the floor of a decision that reads the call's arguments)."""
+    import json
+
+    import cedarpy
+
+    policies = cedarpy.PolicySet.from_str(CHAIN_POLICIES["conditions"])
+    user = {"type": "User", "id": "bench"}
+    entities = cedarpy.Entities.from_json_str(
+        json.dumps([{"uid": user, "attrs": {}, "parents": [{"type": "Role", "id": "ops"}]}])
+    )
+    request = {
+        "principal": user,
+        "action": {"type": "Action", "id": "call"},
+        "resource": {"type": "Tool", "id": "inc"},
+        "context": json.dumps({"args": {"x": 7}, "hour": 12, "minute": 0, "risk": "low"}),
+    }
+    assert cedarpy.is_authorized(request, policies, entities).allowed
+    return _repeat(lambda: cedarpy.is_authorized(request, policies, entities), n)
+
+
+def policy_decide(n: int, *, policy: str = "allow") -> Samples:
+    """`ember.policy.decide` on one call of the chain's tool, as the executor asks it: the
+    context built from the arguments and the time, the policy evaluated (or its decision known
+    for every call of that tool, when no rule reads the context)."""
+    from ember import Step
+    from ember.policy import CallContext, Principal, Verdict, compile_policy, decide
+
+    registry = _chain_registry()
+    descriptor = registry.get("inc").descriptor
+    compiled = compile_policy(CHAIN_POLICIES[policy], 1)
+    principal = Principal("bench", ("ops",))
+    step, args = Step(3, "inc", {"x": "$2.y"}), {"x": 7}
+    context = CallContext("r-bench", policy=compiled, principal=principal, at=time.time())
+    assert decide(step, descriptor, args, context).verdict is Verdict.RUN
+    return _repeat(lambda: decide(step, descriptor, args, context), n)
 
 
 def ember_concurrent_runs(n: int, *, runs: int = 100) -> Samples:
@@ -206,7 +314,7 @@ def floor_sqlite_step_records(n: int) -> Samples:
 
     with tempfile.TemporaryDirectory() as tmp:
         db = _wal_db(Path(tmp) / "floor.db", "NORMAL")
-        db.executescript("".join(MIGRATIONS))
+        db.executescript(";\n".join(MIGRATIONS))
         row = ("r-1", "step.done", 1.0, b"x" * 350, 7, 1)
 
         def commit() -> None:

@@ -36,6 +36,21 @@ def render(report: dict[str, Any]) -> str:
                 for r in rows
             ]
             continue
+        if suite == "revocation":
+            lines += [
+                "",
+                "### revocation",
+                "",
+                "| race | revocations | runs | calls allowed | calls denied | stale calls | "
+                "stale effects |",
+                "|---|---:|---:|---:|---:|---:|---:|",
+            ]
+            lines += [
+                f"| {r['name']} | {r['revocations']} | {r['runs']} | {r['calls_allowed']} | "
+                f"{r['calls_denied']} | {r['stale_calls']} | {r['stale_effects']} |"
+                for r in rows
+            ]
+            continue
         lines += [
             "",
             f"### {suite}",

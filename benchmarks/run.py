@@ -21,6 +21,8 @@ import subprocess
 import sys
 from typing import Any, NamedTuple
 
+import msgspec
+
 from benchmarks import contenders, flagships, peers
 from benchmarks.report import render
 
@@ -124,6 +126,27 @@ SUITES: dict[str, list[Row]] = {
             target_us=60.0,
         ),
         Row(
+            "l3.ember.durable_chain20_policy_audit_per_step",
+            "ember_chain_step",
+            "l3.ember.durable_chain20_per_step",
+            10000,
+            {"journal": "sqlite", "policy": "allow"},
+            target_ratio=1.3,
+        ),
+        Row(
+            "l3.ember.durable_chain20_alternating",
+            "ember_chain_alternating",
+            None,
+            10000,
+        ),
+        Row(
+            "l3.ember.durable_chain20_policy_conditions_per_step",
+            "ember_chain_step",
+            "l3.ember.durable_chain20_per_step",
+            10000,
+            {"journal": "sqlite", "policy": "conditions"},
+        ),
+        Row(
             "l3.ember.concurrent100_per_step",
             "ember_concurrent_runs",
             "l3.floor.sqlite_commit_wal_normal",
@@ -152,6 +175,16 @@ SUITES: dict[str, list[Row]] = {
             "l3.floor.sqlite_commit_wal_full",
             500,
             {"durability": "full"},
+        ),
+        Row("policy.floor.cedar_is_authorized", "policy_cedar_raw", None, 20000),
+        Row("policy.decide.rule_without_conditions", "policy_decide", "l2.floor.bare_call", 50000),
+        Row(
+            "policy.decide.argument_conditions",
+            "policy_decide",
+            "policy.floor.cedar_is_authorized",
+            20000,
+            {"policy": "conditions"},
+            target_us=50.0,
         ),
         Row("validate.jsonschema_rs", "validate_jsonschema_rs", None, 50000),
         Row("validate.fastjsonschema", "validate_fastjsonschema", "validate.jsonschema_rs", 50000),
@@ -319,7 +352,9 @@ def machine() -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--suite", choices=[*sorted(SUITES), "crash", "all"], default="all")
+    parser.add_argument(
+        "--suite", choices=[*sorted(SUITES), "crash", "revocation", "all"], default="all"
+    )
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json", dest="json_out", help="write results to this file")
     parser.add_argument("--markdown", help="write the results as Markdown tables to this file")
@@ -330,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(measure_one(name, int(samples), json.loads(kwargs))))
         return 0
 
-    suites = [*sorted(SUITES), "crash"] if args.suite == "all" else [args.suite]
+    suites = [*sorted(SUITES), "crash", "revocation"] if args.suite == "all" else [args.suite]
     report: dict[str, Any] = {
         "machine": machine(),
         "command": " ".join(["python -m benchmarks.run", *sys.argv[1:]]),
@@ -339,6 +374,9 @@ def main(argv: list[str] | None = None) -> int:
     for suite in suites:
         if suite == "crash":
             report["suites"][suite] = run_crash(args.quick)
+            continue
+        if suite == "revocation":
+            report["suites"][suite] = run_revocation(args.quick)
             continue
         print(
             f"\n[{suite}]\n{'benchmark':<36} {'median us':>11} {'p99 us':>11} "
@@ -373,6 +411,24 @@ def run_crash(quick: bool) -> list[dict[str, Any]]:
         )
         rows.append(row)
     return rows
+
+
+def run_revocation(quick: bool) -> list[dict[str, Any]]:
+    """Revoke a principal at random instants while its runs run in another process; count the
+    calls made after a revocation committed (`ember.measure.revocation`)."""
+    from ember.measure.revocation import run_revocation_race
+
+    revocations = 100 if quick else 1000
+    print(f"\n[revocation]\n{revocations} revocations during running runs", flush=True)
+    report = run_revocation_race(revocations)
+    row = {"name": "revocation.race", **msgspec.to_builtins(report)}
+    print(
+        f"{row['name']}: {report.revocations} revocations, {report.runs} runs, "
+        f"{report.calls_allowed} calls allowed, {report.calls_denied} denied, "
+        f"stale calls {report.stale_calls}, stale effects {report.stale_effects}",
+        flush=True,
+    )
+    return [row]
 
 
 def run_suite(rows: list[Row], quick: bool) -> list[dict[str, Any]]:

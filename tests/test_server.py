@@ -83,9 +83,22 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _call(url: str, body: dict[str, Any] | None = None) -> tuple[int, str]:
+@pytest.fixture
+def token(ember_env: dict[str, str]) -> str:
+    """A token for principal `tester`, made by `ember tokens create` (no policy is set, so it
+    may do everything)."""
+    from .conftest import ember
+
+    created = ember(ember_env, "tokens", "create", "tester")
+    assert created.returncode == 0, created.stderr
+    return created.stdout.strip()
+
+
+def _call(url: str, body: dict[str, Any] | None = None, token: str = "") -> tuple[int, str]:
     data = json.dumps(body).encode() if body is not None else None
     request = urllib.request.Request(url, data=data, method="POST" if data else "GET")
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
             return response.status, response.read().decode()
@@ -94,7 +107,7 @@ def _call(url: str, body: dict[str, Any] | None = None) -> tuple[int, str]:
 
 
 def test_serve_runs_tasks_and_exports_the_layers(
-    ember_env: dict[str, str], collector: _Collector
+    ember_env: dict[str, str], collector: _Collector, token: str
 ) -> None:
     port = _free_port()
     endpoint = f"http://127.0.0.1:{collector.server_address[1]}"
@@ -106,7 +119,7 @@ def test_serve_runs_tasks_and_exports_the_layers(
         try:
             assert server.stderr is not None
             assert "listening on" in server.stderr.readline()
-            run = _exercise(f"http://127.0.0.1:{port}")
+            run = _exercise(f"http://127.0.0.1:{port}", token)
             deadline = time.monotonic() + 20
             while len(collector.spans()) < 2 + len(run["steps"]) and time.monotonic() < deadline:
                 time.sleep(0.05)
@@ -133,24 +146,26 @@ def test_serve_runs_tasks_and_exports_the_layers(
         assert {"ember.tool_ms", "ember.l3_persist_ms"}.issubset(a.key for a in span.attributes)
 
 
-def _exercise(base: str) -> dict[str, Any]:
+def _exercise(base: str, token: str) -> dict[str, Any]:
     """One run over HTTP, the API's errors, and the metrics it left; returns the run."""
-    status, body = _call(f"{base}/runs", {"task": TASK, "today": "2026-03-02"})
+    status, body = _call(f"{base}/runs", {"task": TASK, "today": "2026-03-02"}, token)
     assert status == 200, body
     run: dict[str, Any] = json.loads(body)
     assert run["status"] == "succeeded"
     tools = [step["tool"] for step in run["steps"]]
     assert tools == ["get_weather", "search_hotels", "book_hotel", "send_email"]
 
-    assert _call(f"{base}/runs", {"task": " "})[0] == 400
-    status, body = _call(f"{base}/runs", {"task": TASK, "today": "tomorrow"})
+    assert run["run_id"] in _call(f"{base}/runs", token=token)[1]
+    assert _call(f"{base}/runs", {"task": " "}, token)[0] == 400
+    status, body = _call(f"{base}/runs", {"task": TASK, "today": "tomorrow"}, token)
     assert (status, "YYYY-MM-DD" in body) == (400, True)
-    assert _call(f"{base}/runs/r-nope")[0] == 404
-    status, body = _call(f"{base}/runs/{run['run_id'][:8]}")
+    assert _call(f"{base}/runs/r-nope", token=token)[0] == 404
+    status, body = _call(f"{base}/runs/{run['run_id'][:8]}", token=token)
     assert status == 200
+    assert json.loads(body)["run"]["principal"] == "tester"
     assert json.loads(body)["events"][-1]["kind"] == "run.done"
 
-    status, text = _call(f"{base}/metrics")
+    status, text = _call(f"{base}/metrics", token=token)
     assert status == 200
     samples = {
         (s.name, tuple(sorted(s.labels.items()))): s.value
@@ -166,7 +181,7 @@ def _exercise(base: str) -> dict[str, Any]:
     return run
 
 
-def test_serve_resumes_the_runs_it_finds_interrupted(ember_env: dict[str, str]) -> None:
+def test_serve_resumes_the_runs_it_finds_interrupted(ember_env: dict[str, str], token: str) -> None:
     """A run whose process died (here: one that a crash left with step 2's intent and no
     outcome) is resumed when the server starts, without repeating step 1."""
     from pathlib import Path
@@ -190,7 +205,7 @@ def test_serve_resumes_the_runs_it_finds_interrupted(ember_env: dict[str, str]) 
             assert "listening on" in server.stderr.readline()
             deadline = time.monotonic() + 20
             while time.monotonic() < deadline:
-                status, body = _call(f"http://127.0.0.1:{port}/runs/r-1")
+                status, body = _call(f"http://127.0.0.1:{port}/runs/r-1", token=token)
                 run = json.loads(body)["run"]
                 if run["status"] != "running":
                     break

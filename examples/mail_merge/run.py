@@ -78,7 +78,7 @@ def approve(run: Flagship, run_id: str) -> None:
 
     async def main() -> None:
         async with open_runtime(run.settings()) as runtime:
-            await runtime.resolve(run_id, 2, Decision.APPROVE, by="examples.mail_merge")
+            await runtime.resolve(run_id, 2, Decision.APPROVE)  # as the local OS user
 
     asyncio.run(main())
 

@@ -5,6 +5,12 @@
 # ember.toml (the current directory's, or --config PATH, or $EMBER_CONFIG)
 demo_tools = true                               # the 14 demo tools (default: true)
 
+# Where data may go (`ember doctor` lists where it would): hosts ("10.0.0.5:8700", or a host
+# for any port), sockets ("unix:/run/ember/plc-tools.sock"), local MCP servers' commands
+# ("process:npx"); a trailing * matches any rest. Absent: no limit. A configuration that would
+# send data elsewhere does not start.
+egress = ["10.0.0.5:8700", "unix:/run/ember/plc-tools.sock", "process:npx", "127.0.0.1"]
+
 [[tools]]
 module = "mycompany.tools"                      # @tool functions of a module or .py file
 [[tools]]
@@ -38,6 +44,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 import msgspec
 import platformdirs
@@ -45,6 +52,7 @@ import platformdirs
 from ember.errors import UserError
 
 __all__ = [
+    "Destination",
     "DocsPack",
     "FilesPack",
     "HttpPack",
@@ -56,6 +64,7 @@ __all__ = [
     "Settings",
     "SqlPack",
     "ToolSource",
+    "egress_allows",
 ]
 
 
@@ -80,6 +89,51 @@ class ToolSource(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     @property
     def kinds(self) -> list[str]:
         return [k for k in ("module", "uds", "http", "mcp") if getattr(self, k) is not None]
+
+    @property
+    def destination(self) -> str:
+        """Where this source's calls send their arguments: `this process`, `unix:PATH`,
+        `HOST:PORT`, or `process:COMMAND` (a local MCP server the runtime starts)."""
+        if self.uds is not None:
+            return f"unix:{self.uds}"
+        if self.http is not None:
+            return host_of(self.http)
+        if self.mcp is not None:
+            return host_of(self.mcp.url) if self.mcp.url else f"process:{self.mcp.command}"
+        return THIS_PROCESS
+
+
+THIS_PROCESS = "this process"
+
+
+def host_of(url: str) -> str:
+    """`HOST:PORT` of a URL (the scheme's default port when it names none)."""
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return f"{parts.hostname or url}:{port}"
+
+
+def egress_allows(allowed: tuple[str, ...] | None, destination: str) -> bool:
+    """Whether the `egress` list lets data go to `destination` (None: no list, no limit).
+    `this process` is always allowed."""
+    if allowed is None or destination == THIS_PROCESS:
+        return True
+    host = destination.rsplit(":", 1)[0] if ":" in destination else destination
+    for entry in allowed:
+        if entry in (destination, host) or (
+            entry.endswith("*") and destination.startswith(entry[:-1])
+        ):
+            return True
+    return False
+
+
+class Destination(msgspec.Struct, frozen=True):
+    """Somewhere the configuration sends data: `where`, what (`what`: tools, model, spans)
+    and through which configured source (`via`)."""
+
+    where: str
+    what: str
+    via: str
 
 
 class FilesPack(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -172,6 +226,7 @@ class _File(msgspec.Struct, forbid_unknown_fields=True):
     demo_tools: bool = True
     tools: list[ToolSource] = []
     packs: Packs = Packs()
+    egress: list[str] | None = None
 
 
 PlannerBackend = Literal["llama", "scripted", "openai"]
@@ -201,7 +256,8 @@ class Settings(msgspec.Struct, frozen=True):
     `demo_tools`, `tools`, `packs`: from the config file, if there is one (paths in `packs`
     made absolute from the file's folder). `planner`: see
     `PlannerSettings`. `otlp_endpoint`: where `ember serve` sends spans (default
-    `OTEL_EXPORTER_OTLP_ENDPOINT`, else none)."""
+    `OTEL_EXPORTER_OTLP_ENDPOINT`, else none). `egress`: where data may go (None: anywhere).
+    `audit_key`: the audit log's signing key (`EMBER_AUDIT_KEY`, else `<db>.audit-key`)."""
 
     db: Path
     demo_dir: Path
@@ -210,6 +266,13 @@ class Settings(msgspec.Struct, frozen=True):
     packs: Packs = Packs()
     planner: PlannerSettings = PlannerSettings()
     otlp_endpoint: str | None = None
+    egress: tuple[str, ...] | None = None
+    audit_key: Path | None = None
+
+    @property
+    def signing_key(self) -> Path:
+        """Where the audit log's signing key is (created at first use)."""
+        return self.audit_key or self.db.with_name(self.db.name + ".audit-key")
 
     @classmethod
     def load(
@@ -225,6 +288,7 @@ class Settings(msgspec.Struct, frozen=True):
         parsed = _read(path) if path else _File()
         planner = planner or PlannerSettings()
         base_url = planner.base_url or os.environ.get("EMBER_OPENAI_BASE_URL")
+        key = os.environ.get("EMBER_AUDIT_KEY")
         return cls(
             db=Path(db or os.environ.get("EMBER_DB") or data / "ember.db").expanduser(),
             demo_dir=Path(os.environ.get("EMBER_DEMO_DIR") or data / "demo").expanduser(),
@@ -233,6 +297,8 @@ class Settings(msgspec.Struct, frozen=True):
             packs=_absolute(parsed.packs, path.parent) if path else parsed.packs,
             planner=msgspec.structs.replace(planner, base_url=base_url),
             otlp_endpoint=otlp_endpoint or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"),
+            egress=tuple(parsed.egress) if parsed.egress is not None else None,
+            audit_key=Path(key).expanduser() if key else None,
         )
 
 

@@ -10,11 +10,16 @@ EmberError                      base of everything below
 │   ├── PlanError               a plan is malformed (bad reference, cycle, duplicate id, ...)
 │   ├── PlannerError            a planner could not produce a plan (model missing, no script, ...)
 │   │   └── ModelError          the model file is missing, corrupt, or its backend not installed
-│   └── RunNotFoundError        no run with that id in the journal
+│   ├── RunNotFoundError        no run with that id in the journal
+│   ├── PolicyError             a policy file is malformed or names unknown tools/principals
+│   ├── AuthenticationError     no token, or one that is unknown or revoked (HTTP 401)
+│   ├── PermissionDeniedError   the policy denies the principal this action (HTTP 403)
+│   └── EgressError             data would go to a destination the `egress` list lacks
 ├── ToolCallError               a tool raised while running; carries the step and the cause
 ├── JournalError                the journal cannot be opened or written
 │   ├── CorruptRecordError      a record's checksum does not match its body
-│   └── NondeterminismError     a replayed step differs from what the journal recorded
+│   ├── NondeterminismError     a replayed step differs from what the journal recorded
+│   └── PolicyChangedError      the control plane changed after a call was decided: decide again
 └── EmberInternalError          a bug in ember itself: please report it
 ```
 
@@ -26,14 +31,19 @@ from __future__ import annotations
 
 __all__ = [
     "ArgumentError",
+    "AuthenticationError",
     "CorruptRecordError",
+    "EgressError",
     "EmberError",
     "EmberInternalError",
     "JournalError",
     "ModelError",
     "NondeterminismError",
+    "PermissionDeniedError",
     "PlanError",
     "PlannerError",
+    "PolicyChangedError",
+    "PolicyError",
     "RunNotFoundError",
     "ToolCallError",
     "ToolDefinitionError",
@@ -106,6 +116,29 @@ class RunNotFoundError(UserError):
         super().__init__(f"no run {run_id!r} in the journal; `ember runs` lists the recent ones")
 
 
+class PolicyError(UserError):
+    """A policy file is malformed, or names a tool or principal ember does not know. `line` is
+    the 1-based line of the file where the problem is (0 when it is not about one line)."""
+
+    def __init__(self, line: int, reason: str, source: str = "the policy") -> None:
+        self.line = line
+        self.reason = reason
+        where = f"{source}, line {line}" if line else source
+        super().__init__(f"{where}: {reason}")
+
+
+class AuthenticationError(UserError):
+    """No token was presented, or the one presented is unknown or revoked."""
+
+
+class PermissionDeniedError(UserError):
+    """The policy denies the principal this action; the message names the rule."""
+
+
+class EgressError(UserError):
+    """A tool, model or exporter would send data to a destination not on the `egress` list."""
+
+
 class ToolCallError(EmberError):
     """A tool raised while running. `retryable` is the tool's own verdict."""
 
@@ -133,6 +166,17 @@ class NondeterminismError(JournalError):
             f"run {run_id}, step {step_id}: the journal recorded {recorded}, but replaying the run "
             f"now gives {expected}. The plan or the code changed since the run started; resume "
             "it with the version that started it, or fail the run"
+        )
+
+
+class PolicyChangedError(JournalError):
+    """The control plane (policy, tokens, roles) changed after a call was decided under
+    `version`: the decision's record was not committed. The executor decides again."""
+
+    def __init__(self, version: int) -> None:
+        self.version = version
+        super().__init__(
+            f"the control plane changed since version {version} decided this call: decide again"
         )
 
 

@@ -54,7 +54,7 @@ class MemoryJournal:
     def runs(self, limit: int = 20) -> list[RunSummary]:
         newest = list(self._by_run)[::-1][:limit]
         states = [fold(run_id, self._by_run[run_id]) for run_id in newest]
-        return [RunSummary(s.run_id, s.task, s.started_at, s.status) for s in states]
+        return [RunSummary(s.run_id, s.task, s.started_at, s.status, s.principal) for s in states]
 
     def find_run(self, prefix: str) -> str:
         found = [run_id for run_id in self._by_run if run_id.startswith(prefix)][:2]

@@ -1,5 +1,6 @@
 """The `ember` command line: the parser here; the commands in `ember.cli.commands` (run, serve,
-runs, resume, tools) and `ember.cli.measure` (eval, bench, chaos, assess), imported only when
+runs, resume, tools), `ember.cli.control` (tokens, policy, approvals, approve, deny, audit,
+doctor) and `ember.cli.measure` (eval, bench, chaos, assess), imported only when
 one of them runs, so `ember --help` stays fast. Nothing below the command line sees argparse:
 the commands turn the options into `ember.config.Settings` and call the composition root
 (`ember.app`).
@@ -68,12 +69,19 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--config", help="tool sources and settings (default: ./ember.toml, or $EMBER_CONFIG)"
     )
+    parser.add_argument(
+        "--as",
+        dest="as_principal",
+        metavar="NAME",
+        help="act as principal NAME, whose token is in $EMBER_TOKEN (default: the OS user)",
+    )
     commands = parser.add_subparsers(title="commands", metavar="COMMAND", dest="command")
 
     _add_run_command(commands)
     _add_serve_command(commands)
     _add_tools_command(commands)
     _add_journal_commands(commands)
+    _add_control_commands(commands)
     _add_eval_command(commands)
     _add_bench_command(commands)
     _add_assess_command(commands)
@@ -116,6 +124,11 @@ def _add_serve_command(commands: Any) -> None:
         "--otlp-endpoint",
         help="send each run's spans to this OTLP/HTTP collector, e.g. http://127.0.0.1:4318 "
         "(default: $OTEL_EXPORTER_OTLP_ENDPOINT, else none)",
+    )
+    serve.add_argument(
+        "--no-auth",
+        action="store_true",
+        help="loopback development only: accept requests without a token, as the OS user",
     )
     _planner_options(serve, default="llama")
     _db_option(serve)
@@ -186,15 +199,17 @@ def _add_journal_commands(commands: Any) -> None:
     show.add_argument("--json", action="store_true", help="print the run and events as JSON")
     show.set_defaults(handler=_command("commands", "runs_show"))
     resolve = runs_commands.add_parser(
-        "resolve", help="decide about an in-doubt step (then `ember resume` the run)"
+        "resolve", help="decide about a waiting step (then `ember resume` the run)"
     )
     resolve.add_argument("run_id", help="a run id, or a unique prefix of one")
-    resolve.add_argument("step_id", type=int, help="the in-doubt step")
+    resolve.add_argument("step_id", type=int, help="the step in doubt or awaiting approval")
     decision = resolve.add_mutually_exclusive_group(required=True)
     for name, text in (
         ("retry", "call the tool again (same idempotency key)"),
         ("skip", "take the step as done: the effect did happen"),
         ("fail", "fail the step; the steps that need it are skipped"),
+        ("approve", "approve a call waiting for approval (`ember approve` also continues it)"),
+        ("deny", "deny a call waiting for approval"),
     ):
         decision.add_argument(
             f"--{name}", dest="decision", action="store_const", const=name, help=text
@@ -235,6 +250,59 @@ def _add_journal_commands(commands: Any) -> None:
     chaos.set_defaults(handler=_command("measure", "chaos"))
 
 
+def _add_control_commands(commands: Any) -> None:
+    """tokens, policy, approvals, approve, deny, audit (`ember.cli.control`)."""
+    tokens = commands.add_parser("tokens", help="principals' tokens: create, list, revoke")
+    kinds = tokens.add_subparsers(metavar="SUBCOMMAND", required=True)
+    create = kinds.add_parser("create", help="create a token for NAME (printed once)")
+    create.add_argument("name", help="the principal the token stands for")
+    create.add_argument("--role", action="append", help="a role of NAME (repeat for more)")
+    _leaf(create, "tokens_create")
+    _leaf(kinds.add_parser("list", help="every principal's token and roles"), "tokens_list")
+    revoke = kinds.add_parser("revoke", help="revoke NAME's token, or take one role away")
+    revoke.add_argument("name")
+    revoke.add_argument("--role", help="take only this role away")
+    _leaf(revoke, "tokens_revoke")
+
+    policy = commands.add_parser("policy", help="the Cedar policy in force: show, set, test")
+    kinds = policy.add_subparsers(metavar="SUBCOMMAND", required=True)
+    _leaf(kinds.add_parser("show", help="the policy in force and its version"), "policy_show")
+    put = kinds.add_parser("set", help="check a Cedar file and put it in force")
+    put.add_argument("file", help="a Cedar policy file (see examples/policy.cedar)")
+    _leaf(put, "policy_set")
+    test = kinds.add_parser("test", help="would PRINCIPAL be allowed to call TOOL with ARGS?")
+    test.add_argument("principal")
+    test.add_argument("tool")
+    test.add_argument("args", nargs="?", default="{}", help="the arguments as JSON")
+    _leaf(test, "policy_test")
+
+    waiting = commands.add_parser("approvals", help="calls waiting for an approval")
+    waiting.add_argument("--limit", type=int, default=200, help="runs to look at (default 200)")
+    _leaf(waiting, "approvals")
+    for name, text in (("approve", "approve a waiting call"), ("deny", "deny a waiting call")):
+        decide = commands.add_parser(name, help=f"{text}, then continue its run")
+        decide.add_argument("run_id", help="a run id, or a unique prefix of one")
+        decide.add_argument("step_id", type=int)
+        decide.add_argument("--json", action="store_true", help="print the run's result as JSON")
+        _leaf(decide, name)
+
+    audit = commands.add_parser("audit", help="the audit log: verify, export, key")
+    kinds = audit.add_subparsers(metavar="SUBCOMMAND", required=True)
+    verify = kinds.add_parser("verify", help="check the hash chain and signed checkpoints")
+    verify.add_argument("--public-key", help="a public key PEM (default: the signing key's)")
+    _leaf(verify, "audit_verify")
+    export = kinds.add_parser("export", help="write the entries as JSON Lines")
+    export.add_argument("--since", help="from this date or time, e.g. 2026-12-01T09:00")
+    export.add_argument("--out", help="write here (default: stdout)")
+    _leaf(export, "audit_export")
+    _leaf(kinds.add_parser("key", help="print the signing key's public half (PEM)"), "audit_key")
+
+
+def _leaf(parser: argparse.ArgumentParser, name: str) -> None:
+    _db_option(parser)
+    parser.set_defaults(handler=_command("control", name))
+
+
 def _add_eval_command(commands: Any) -> None:
     evaluate = commands.add_parser("eval", help="measure a planner's accuracy and latency")
     kinds = evaluate.add_subparsers(metavar="WHAT", required=True)
@@ -268,7 +336,7 @@ def _add_bench_command(commands: Any) -> None:
     )
     bench.add_argument(
         "--suite",
-        choices=["all", "layers", "peers", "executor", "transports", "run", "crash"],
+        choices=["all", "layers", "peers", "executor", "transports", "run", "crash", "revocation"],
         default="all",
     )
     bench.add_argument("--quick", action="store_true", help="fewer samples and crash trials")
@@ -291,7 +359,9 @@ def _add_assess_command(commands: Any) -> None:
 
 def _add_doctor_command(commands: Any) -> None:
     doctor = commands.add_parser(
-        "doctor", help="which extras and models are installed; where the journal and caches are"
+        "doctor",
+        help="where this configuration can send data; which extras and models are installed; "
+        "where the journal and caches are",
     )
     _db_option(doctor)
     doctor.add_argument(

@@ -16,9 +16,12 @@ from ember.config import PlannerSettings, Settings
 if TYPE_CHECKING:
     from ember.executor import RunResult
     from ember.journal import Event
+    from ember.policy.control import ControlPlane
     from ember.tools.registry import RegisteredTool
 
 __all__ = [
+    "acting",
+    "report",
     "resume",
     "run",
     "runs",
@@ -52,12 +55,35 @@ def say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def acting(args: argparse.Namespace, control: ControlPlane) -> str:
+    """Who the command acts as: the local OS user, or `--as NAME` with NAME's token in
+    `$EMBER_TOKEN` (checked: unknown, revoked or another's token is refused)."""
+    import os
+
+    from ember.errors import UserError
+    from ember.policy.tokens import authenticate
+
+    name: str | None = getattr(args, "as_principal", None)
+    if not name:
+        return control.local
+    token = os.environ.get("EMBER_TOKEN", "")
+    if not token:
+        raise UserError(f"--as {name} needs {name}'s token in $EMBER_TOKEN")
+    record = authenticate(control.store, token)
+    if record.name != name:
+        raise UserError(f"$EMBER_TOKEN is {record.name}'s token, not {name}'s")
+    return name
+
+
 def run(args: argparse.Namespace) -> int:
     config = settings(args)
 
     async def main() -> tuple[RunResult, list[str]]:
         async with open_runtime(config, observer=_Progress().show, say=say) as runtime:
-            result = await runtime.run(args.task, today=args.today)
+            assert runtime.control is not None
+            principal = acting(args, runtime.control)
+            runtime.control.refresh().require(principal, "start_run", "runs")
+            result = await runtime.run(args.task, today=args.today, principal=principal)
             # it owns only its own run; others left by a dead process are named, not taken
             others = [r for r in runtime.interrupted_runs(limit=100) if r != result.run_id]
             return result, others
@@ -68,13 +94,13 @@ def run(args: argparse.Namespace) -> int:
             f"ember: {len(others)} earlier run(s) in this journal were interrupted (their process "
             f"is gone), e.g. {others[-1]}: `ember resume --all` continues them"
         )
-    return _report(args, config, result)
+    return report(args, config, result)
 
 
 def serve(args: argparse.Namespace) -> int:
     from ember.server import serve as serve_http
 
-    serve_http(settings(args), host=args.host, port=args.port)
+    serve_http(settings(args), host=args.host, port=args.port, auth=not args.no_auth)
     return 0
 
 
@@ -102,7 +128,7 @@ def resume(args: argparse.Namespace) -> int:
                     chosen = msgspec.structs.replace(config.planner, backend=backend)
                     runtime.planner = build_planner(chosen, say=say)
                 say(f"resuming {run_id}")
-                worst = max(worst, _report(args, config, await runtime.resume(run_id)))
+                worst = max(worst, report(args, config, await runtime.resume(run_id)))
         return worst
 
     return asyncio.run(main())
@@ -117,7 +143,10 @@ def runs(args: argparse.Namespace) -> int:
         say('no runs yet: try `ember run "..."`')
     for summary in summaries:
         when = datetime.fromtimestamp(summary.started_at).strftime("%Y-%m-%d %H:%M:%S")
-        print(f"{summary.run_id}  {when}  {summary.status.value:<9}  {summary.task[:70]}")
+        who = summary.principal or "-"
+        print(
+            f"{summary.run_id}  {when}  {summary.status.value:<9}  {who:<12}  {summary.task[:60]}"
+        )
     return 0
 
 
@@ -133,11 +162,13 @@ def runs_show(args: argparse.Namespace) -> int:
     state = fold(run_id, events)
     print(
         f"run {run_id}: {state.status.value}\ntask: {state.task}\nplanner: {state.planner}, "
-        f"today {state.today}\n"
+        f"today {state.today}\nprincipal: {state.principal or '-'}\n"
     )
     for step_id, step in sorted(state.steps.items()):
         ms = f"{step.ms:.2f} ms" if step.ms is not None else ""
         print(f"  {step_id}. {step.step.tool:<22} {step.status.value:<9} {ms}")
+        if step.error and step.status.value == "failed":
+            print(f"       {step.error}")
     print("\nevents:")
     for event in events:
         body = msgspec.to_builtins(event)
@@ -160,8 +191,10 @@ def runs_resolve(args: argparse.Namespace) -> int:
 
     async def main() -> str:
         async with open_runtime(config) as runtime:
+            assert runtime.control is not None
             run_id = runtime.journal.find_run(args.run_id)
-            await runtime.resolve(run_id, args.step_id, Decision(args.decision), _user())
+            by = acting(args, runtime.control)
+            await runtime.resolve(run_id, args.step_id, Decision(args.decision), by)
             return run_id
 
     run_id = asyncio.run(main())
@@ -207,7 +240,7 @@ def tools_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _report(args: argparse.Namespace, config: Settings, result: RunResult) -> int:
+def report(args: argparse.Namespace, config: Settings, result: RunResult) -> int:
     if args.json:
         print(json.dumps(result.to_json(), ensure_ascii=False))
     else:
@@ -218,15 +251,6 @@ def _report(args: argparse.Namespace, config: Settings, result: RunResult) -> in
     return 0
 
 
-def _user() -> str:
-    import getpass
-
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return ""
-
-
 class _Progress:
     """Live progress on stderr, from the journal's events as they become durable."""
 
@@ -234,7 +258,14 @@ class _Progress:
         self.tools: dict[int, str] = {}
 
     def show(self, event: Event) -> None:
-        from ember.journal import PlanStep, StepDone, StepFailed, StepIntent, StepSkipped
+        from ember.journal import (
+            PlanStep,
+            StepDenied,
+            StepDone,
+            StepFailed,
+            StepIntent,
+            StepSkipped,
+        )
 
         line = None
         match event:
@@ -250,6 +281,8 @@ class _Progress:
                 line = f"  FAIL  {step_id}. {error}"
             case StepSkipped(step_id=step_id, reason=reason):
                 line = f"  skip  {step_id}. {reason}"
+            case StepDenied(step_id=step_id, reason=reason):
+                line = f"  DENY  {step_id}. {reason}"
         if line is not None:
             say(line)
 

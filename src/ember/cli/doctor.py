@@ -1,8 +1,10 @@
-"""`ember doctor`: what this installation has and where its data lives.
+"""`ember doctor`: where data can go, what this installation has and where its data lives.
 
-Which extras are installed, which shipped models are present (and, with --verify, that their
-SHA-256 matches), where the journal and the caches are, with their sizes. Each section is a
-function returning plain data, so `--json` prints the same facts the text shows.
+Every destination the configuration can send data to (tools, the model, spans) with the
+`egress` list's verdict, which extras are installed, which shipped models are present (and,
+with --verify, that their SHA-256 matches), where the journal, the caches and the audit
+signing key are, with their sizes. Each section is a function returning plain data, so
+`--json` prints the same facts the text shows.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ __all__ = ["doctor"]
 def doctor(args: argparse.Namespace) -> int:
     config = settings(args)
     report = {
+        "destinations": destinations(config),
         "extras": extras(),
         "models": models(verify=args.verify),
         "data": data(config),
@@ -31,7 +34,14 @@ def doctor(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
-    print("extras (pip install 'ember-agent[NAME]'):")
+    limit = "no egress list" if config.egress is None else f"egress: {', '.join(config.egress)}"
+    print(f"data destinations ({limit}):")
+    if not report["destinations"]:
+        print("  none: tools, model and journal all stay in this process")
+    for row in report["destinations"]:
+        verdict = "allowed" if row["allowed"] else "REFUSED"
+        print(f"  {row['where']:<32} {row['what']:<6} {row['via']}  [{verdict}]")
+    print("\nextras (pip install 'ember-agent[NAME]'):")
     for row in report["extras"]:
         state = "installed" if row["installed"] else f"missing: {', '.join(row['missing'])}"
         print(f"  {row['extra']:<10} {state}")
@@ -44,6 +54,22 @@ def doctor(args: argparse.Namespace) -> int:
     for row in report["data"]:
         print(f"  {row['what']:<24} {row['path']} ({_size(row['bytes'])})")
     return 0
+
+
+def destinations(config: Settings) -> list[dict[str, Any]]:
+    """Every destination the configuration can send data to, and whether `egress` allows it."""
+    from ember.app import destinations as configured
+    from ember.config import egress_allows
+
+    return [
+        {
+            "where": found.where,
+            "what": found.what,
+            "via": found.via,
+            "allowed": egress_allows(config.egress, found.where),
+        }
+        for found in configured(config)
+    ]
 
 
 def extras() -> list[dict[str, Any]]:
@@ -93,6 +119,7 @@ def data(config: Settings) -> list[dict[str, Any]]:
         ("demo tools' world", config.demo_dir),
         ("saved prompt prefixes", cache_dir() / "prefix"),
         ("saved vocabularies", cache_dir() / "vocab"),
+        ("audit signing key", config.signing_key),
     ]
     return [{"what": what, "path": str(path), "bytes": _bytes(path)} for what, path in places]
 

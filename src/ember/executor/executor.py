@@ -23,7 +23,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mappin
 from concurrent.futures import Executor
 from typing import Any
 
-from ember.errors import ArgumentError, NondeterminismError, PlanError, PlannerError, ToolCallError
+from ember.errors import (
+    ArgumentError,
+    NondeterminismError,
+    PlanError,
+    PlannerError,
+    PolicyChangedError,
+    ToolCallError,
+)
 from ember.executor.calls import Dispatcher
 from ember.executor.dag import Graph
 from ember.executor.resilience import ExecutionSettings
@@ -34,6 +41,7 @@ from ember.journal import (
     PlanStep,
     RunState,
     StepAwaitingApproval,
+    StepDenied,
     StepDone,
     StepFailed,
     StepInDoubt,
@@ -45,7 +53,8 @@ from ember.journal import (
 )
 from ember.plan import Step, canonical_args, find_cycle, resolve
 from ember.planner.base import FirstToken, PlanEvent
-from ember.policy import CallContext, Verdict, decide
+from ember.policy import CallContext, Ruling, Verdict, decide
+from ember.policy.control import ControlPlane
 from ember.telemetry.latency import LatencyRecorder
 from ember.telemetry.trace import traceparent
 from ember.tools.check import check_reference_paths, check_step
@@ -81,8 +90,12 @@ class RunExecution:
         settings: ExecutionSettings | None = None,
         pool: Executor | None = None,
         rng: random.Random | None = None,
+        control: ControlPlane | None = None,
+        principal: str = "",
     ) -> None:
         self.run_id = run_id
+        self.control = control
+        self.principal = principal
         self.registry = registry
         self.journal = journal
         self.recorder = recorder
@@ -278,22 +291,25 @@ class RunExecution:
                     f"{step.tool} called with {record.intent_args}",
                     f"{step.tool} called with {args}",
                 )
-            context = (
-                CallContext(self.run_id, interrupted, record.decision)
-                if record is not None
-                else self._first_call
-            )
-            ruling = decide(step, registered.descriptor_for(args), args, context)
-            if ruling.verdict is not Verdict.RUN:
-                self._hold(step, args, ruling.verdict, ruling.reason, record)
-                self.recorder.step(step.id, step.tool, started, 0.0, 0.0)
-                return
-            call = _call_key(step.tool, args)
-            shared = self._calls.get(call)
-            if shared is not None:  # the same call is in this plan already: run it once
-                outcome = await asyncio.shield(shared)
-            else:
-                outcome, persist = await self._call_once(step, registered, args, call, record)
+            while True:  # again when the control plane changed before the decision committed
+                ruling, version = self._decide(step, registered, args, interrupted, record)
+                try:
+                    if ruling.verdict is not Verdict.RUN:
+                        await self._hold(step, args, ruling, version, record)
+                        self.recorder.step(step.id, step.tool, started, 0.0, 0.0)
+                        return
+                    call = _call_key(step.tool, args)
+                    shared = self._calls.get(call)
+                    if shared is not None:  # the same call is in this plan already: run it once
+                        outcome = await asyncio.shield(shared)
+                    else:
+                        outcome, persist = await self._call_once(
+                            step, registered, args, call, record, ruling=ruling, version=version
+                        )
+                    break
+                except PolicyChangedError:
+                    assert self.control is not None
+                    self.control.refresh()
             self_s = outcome.self_s
         except ArgumentError as exc:
             detail = f"{exc.argument}={exc.value!r}" if exc.argument else "its arguments"
@@ -309,27 +325,84 @@ class RunExecution:
             self._succeed(step.id, outcome, (clock() - started) * 1000)
         self.recorder.step(step.id, step.tool, started, self_s, persist)
 
-    def _hold(
+    def _decide(
+        self,
+        step: Step,
+        registered: RegisteredTool,
+        args: dict[str, Any],
+        interrupted: bool,
+        record: StepState | None,
+    ) -> tuple[Ruling, int | None]:
+        """The ruling on the call now, and the control-plane version it was made under."""
+        descriptor = registered.descriptor_for(args)
+        if self.control is None:
+            context = (
+                CallContext(self.run_id, interrupted, record.decision)
+                if record is not None
+                else self._first_call
+            )
+            return decide(step, descriptor, args, context), None
+        decision = record.decision if record else None
+        snapshot = self.control.snapshot()
+        context = CallContext(
+            self.run_id,
+            interrupted,
+            decision,
+            snapshot.policy,
+            snapshot.principal(self.principal),
+            self.wall(),
+        )
+        return decide(step, descriptor, args, context), snapshot.version
+
+    async def _hold(
         self,
         step: Step,
         args: dict[str, Any],
-        verdict: Verdict,
-        reason: str,
+        ruling: Ruling,
+        version: int | None,
         record: StepState | None,
     ) -> None:
-        """Carry out a ruling other than `run`: the step fails, is taken as done, or waits for
-        a person (journaled once, not again on every resume)."""
+        """Carry out a ruling other than `run`: the step is denied or fails, is taken as done,
+        or waits for a person (journaled once, not again on every resume). A decision of the
+        policy is awaited: the journal refuses it if the control plane changed meanwhile."""
         run = self.steps[step.id]
-        if verdict is Verdict.FAIL:
+        verdict, reason = ruling.verdict, ruling.reason
+        if verdict is Verdict.DENY:
+            await self.journal.append(
+                StepDenied(
+                    self.run_id,
+                    self.wall(),
+                    step.id,
+                    step.tool,
+                    args,
+                    reason,
+                    self.principal,
+                    version,
+                    ruling.rule,
+                )
+            )
+            self._failed(step.id, reason, 0.0)
+        elif verdict is Verdict.FAIL:
             self._fail(step.id, reason, 0.0)
         elif verdict is Verdict.TAKE_AS_DONE:
             self._succeed(step.id, ToolResult(None, 0.0), 0.0)
         elif verdict is Verdict.AWAIT_APPROVAL:
-            run.status, run.error = StepStatus.AWAITING_APPROVAL, reason
             if record is None or record.status is not StepStatus.AWAITING_APPROVAL:
-                self.journal.append_soon(
-                    StepAwaitingApproval(self.run_id, self.wall(), step.id, step.tool, args)
+                waiting = StepAwaitingApproval(
+                    self.run_id,
+                    self.wall(),
+                    step.id,
+                    step.tool,
+                    args,
+                    self.principal,
+                    version,
+                    ruling.rule,
                 )
+                if version is None:
+                    self.journal.append_soon(waiting)
+                else:
+                    await self.journal.append(waiting)
+            run.status, run.error = StepStatus.AWAITING_APPROVAL, reason
         else:  # held in doubt
             run.status, run.error = StepStatus.IN_DOUBT, reason
             if record is None or record.status is not StepStatus.IN_DOUBT:
@@ -342,18 +415,32 @@ class RunExecution:
         args: dict[str, Any],
         call: _CallKey,
         record: StepState | None,
+        *,
+        ruling: Ruling,
+        version: int | None,
     ) -> tuple[ToolResult, float]:
-        """Intent (unless an interrupted call's is already recorded), then the call, registered
-        under `call` so that duplicates share it. Returns the result and the journal's time."""
+        """Intent, then the call, registered under `call` so that duplicates share it. Returns
+        the result and the journal's time. An interrupted call's intent is recorded already;
+        under a control plane it is written again with the decision made now (and its first
+        time: durable timers count from it)."""
         persist = 0.0
         key = idempotency_key(self.run_id, step.id, step.tool, args, call[1])
-        if record is not None and record.intent_args is not None:  # interrupted mid-call
-            intent_at = record.intent_at or self.wall()
-        else:
+        interrupted = record is not None and record.intent_args is not None
+        intent_at = (record.intent_at if record is not None else None) or self.wall()
+        if not interrupted or version is not None:
             mark = self.recorder.clock()
-            intent_at = self.wall()
             await self.journal.append(
-                StepIntent(self.run_id, intent_at, step.id, step.tool, args, key)
+                StepIntent(
+                    self.run_id,
+                    intent_at,
+                    step.id,
+                    step.tool,
+                    args,
+                    key,
+                    self.principal,
+                    version,
+                    ruling.rule,
+                )
             )
             persist += self.recorder.persisted(mark)
         if self.first_dispatch is None:
@@ -393,9 +480,13 @@ class RunExecution:
 
     def _fail(self, step_id: int, error: str, ms: float) -> None:
         """Record a failed step (queued, as `step.done` is) and skip what depended on it."""
+        self.journal.append_soon(StepFailed(self.run_id, self.wall(), step_id, error, ms))
+        self._failed(step_id, error, ms)
+
+    def _failed(self, step_id: int, error: str, ms: float) -> None:
+        """A step failed (its record is written): skip what depended on it."""
         run = self.steps[step_id]
         run.status, run.error, run.ms = StepStatus.FAILED, error, ms
-        self.journal.append_soon(StepFailed(self.run_id, self.wall(), step_id, error, ms))
         self._apply(*self.graph.finish(step_id, False))
 
 

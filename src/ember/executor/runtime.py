@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from ember.errors import NondeterminismError, UserError
+from ember.errors import NondeterminismError, PolicyChangedError, UserError
 from ember.executor.answer import compose_answer
 from ember.executor.executor import RunExecution
 from ember.executor.resilience import ExecutionSettings
@@ -35,6 +35,7 @@ from ember.journal import (
 )
 from ember.plan import renumber
 from ember.planner.base import FirstToken, PlanEvent, Planner, PlanningTask
+from ember.policy.control import ControlPlane
 from ember.telemetry.latency import LatencyRecorder
 from ember.tools.registry import ToolRegistry
 
@@ -81,7 +82,11 @@ def owner_alive(owner: str) -> bool:
 
 
 class Runtime:
-    """Runs tasks: plan with `planner`, execute on `registry`'s tools, journal to `journal`."""
+    """Runs tasks: plan with `planner`, execute on `registry`'s tools, journal to `journal`.
+
+    `control`: the control plane (`ember.policy.control`) that decides every call of every run
+    against the current policy, for the principal that started the run; without one, only the
+    approval of high-risk tools and the in-doubt rules apply (a library's own runtime)."""
 
     def __init__(
         self,
@@ -94,8 +99,10 @@ class Runtime:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         settings: ExecutionSettings | None = None,
         rng: random.Random | None = None,
+        control: ControlPlane | None = None,
     ) -> None:
         self.registry = registry
+        self.control = control
         self.planner = planner
         self.journal = journal
         self.clock = clock
@@ -143,17 +150,29 @@ class Runtime:
         ]
 
     async def run(
-        self, task: str, *, today: date | None = None, run_id: str | None = None
+        self,
+        task: str,
+        *,
+        today: date | None = None,
+        run_id: str | None = None,
+        principal: str = "",
     ) -> RunResult:
-        """Plan and execute `task`; every event is durable in the journal before this returns."""
+        """Plan and execute `task` on behalf of `principal` (under a control plane: the local
+        OS user if empty); every event is durable in the journal before this returns."""
         planner = self._need_planner()
         run_id = run_id or f"r-{os.urandom(6).hex()}"
         today = today or date.today()
+        if self.control is not None:
+            principal = principal or self.control.local
         self.journal.append_soon(  # durable with the first intent: nothing waits on it alone
-            RunStarted(run_id, self.wall(), task, planner.name, today.isoformat(), owner_id())
+            RunStarted(
+                run_id, self.wall(), task, planner.name, today.isoformat(), owner_id(), principal
+            )
         )
         planning = PlanningTask(task, today, tuple(self.registry.descriptors()))
-        return await self._execute(run_id, task, today, planner.plan(planning), None)
+        return await self._execute(
+            run_id, task, today, planner.plan(planning), None, principal=principal
+        )
 
     def _need_planner(self) -> Planner:
         if self.planner is None:
@@ -177,7 +196,10 @@ class Runtime:
         else:
             planning = PlanningTask(state.task, today, tuple(self.registry.descriptors()))
             plan = self._need_planner().plan(planning)
-        return await self._execute(run_id, state.task, today, plan, state)
+        principal = state.principal  # runs journaled before principals: the local user's
+        if not principal and self.control is not None:
+            principal = self.control.local
+        return await self._execute(run_id, state.task, today, plan, state, principal=principal)
 
     async def resolve(self, run_id: str, step_id: int, decision: Decision, by: str = "") -> None:
         """Record a person's decision about a waiting step; `resume` then carries it out:
@@ -201,7 +223,22 @@ class Runtime:
             raise UserError(
                 f"step {step_id} of run {run_id} is {step.status.value}: decide with {choices}"
             )
-        await self.journal.append(StepResolved(run_id, self.wall(), step_id, decision, by))
+        if self.control is None:
+            await self.journal.append(StepResolved(run_id, self.wall(), step_id, decision, by))
+            return
+        while True:  # a person's decision is a policy decision too: may `by` approve this?
+            snapshot = self.control.refresh()
+            started_by = state.principal or self.control.local
+            context = {"run_principal": {"__entity": {"type": "User", "id": started_by}}}
+            judged = snapshot.require(by or self.control.local, "approve", step.step.tool, context)
+            resolved = StepResolved(
+                run_id, self.wall(), step_id, decision, by, snapshot.version, judged.rule
+            )
+            try:
+                await self.journal.append(resolved)
+                return
+            except PolicyChangedError:
+                continue
 
     async def _execute(
         self,
@@ -210,6 +247,8 @@ class Runtime:
         today: date,
         plan: AsyncIterator[PlanEvent],
         recorded: RunState | None,
+        *,
+        principal: str = "",
     ) -> RunResult:
         if self._pool is None:
             self._pool = ThreadPoolExecutor(
@@ -227,6 +266,8 @@ class Runtime:
             settings=self.settings,
             pool=self._pool,
             rng=self.rng,
+            control=self.control,
+            principal=principal,
         )
         try:
             try:

@@ -18,6 +18,7 @@ from ember.journal.events import (
     RunSummary,
     RunWaiting,
     StepAwaitingApproval,
+    StepDenied,
     StepDone,
     StepFailed,
     StepInDoubt,
@@ -32,7 +33,7 @@ from ember.journal.events import (
     idempotency_key,
     run_document,
 )
-from ember.journal.sqlite import Durability, SQLiteJournal
+from ember.journal.sqlite import Durability, SQLiteJournal, open_database
 
 __all__ = [
     "Decision",
@@ -51,6 +52,7 @@ __all__ = [
     "RunWaiting",
     "SQLiteJournal",
     "StepAwaitingApproval",
+    "StepDenied",
     "StepDone",
     "StepFailed",
     "StepInDoubt",
@@ -63,6 +65,7 @@ __all__ = [
     "StepStatus",
     "fold",
     "idempotency_key",
+    "open_database",
     "run_document",
 ]
 

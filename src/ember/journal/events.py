@@ -11,13 +11,21 @@ step.failed    the error (a tool error, bad arguments, an unresolvable reference
 step.skipped   a step that cannot run because a step it depends on failed
 step.retrying  a retryable failure: the attempt, the error and the backoff before the next
 step.in_doubt  recovery found an intent without outcome for a tool that is not idempotent
-step.awaiting_approval  a high-risk step waits for a person's approval before its intent
+step.awaiting_approval  a step waits for a person's approval before its intent (high-risk, or a
+               policy rule marked `@require_approval`)
+step.denied    the policy denied the call: the rule (or the missing permit) and the reason
 step.resolved  a person's decision: retry / skip / fail (in doubt), approve / deny (approval)
 plan.replanned the plan failed; the planner was asked again (the failed steps are superseded)
 run.resumed    another process took the run over after a crash or restart
 run.waiting    the run stopped with steps in doubt; it waits for decisions
 run.done       final status, answer, latency figures and spans
 ```
+
+Events that record a policy decision carry the control plane's version they were decided
+under (`policy`); the SQLite journal commits such an event only while that version is still the
+current one (else `PolicyChangedError`: decide again), and appends an audit entry for it in the
+same commit (`ember.journal.audit`). `policy` is None where no control plane decided (a library
+`Runtime` without one, or a journal written before it existed).
 """
 
 from __future__ import annotations
@@ -44,6 +52,7 @@ __all__ = [
     "RunSummary",
     "RunWaiting",
     "StepAwaitingApproval",
+    "StepDenied",
     "StepDone",
     "StepFailed",
     "StepInDoubt",
@@ -100,6 +109,7 @@ class RunStarted(_Event, frozen=True, tag="run.started"):
     planner: str
     today: str
     owner: str = ""  # "host:pid" of the process running it
+    principal: str = ""  # who started it ("" in journals written before principals existed)
 
 
 class PlanDone(_Event, frozen=True, tag="plan.done"):
@@ -115,6 +125,9 @@ class StepIntent(_Event, frozen=True, tag="step.intent"):
     tool: str
     args: dict[str, Any]
     idempotency_key: str
+    principal: str = ""  # on whose behalf the call is made
+    policy: int | None = None  # the control plane's version the call was allowed under
+    rule: str = ""  # the rules that allowed it
 
 
 class StepJob(_Event, frozen=True, tag="step.job"):
@@ -151,6 +164,21 @@ class StepAwaitingApproval(_Event, frozen=True, tag="step.awaiting_approval"):
     step_id: int
     tool: str
     args: dict[str, Any]
+    principal: str = ""
+    policy: int | None = None
+    rule: str = ""  # why it needs an approval: `risk=high`, or the rule that asks for one
+
+
+class StepDenied(_Event, frozen=True, tag="step.denied"):
+    """The policy refused the call: the step fails with `reason`, which names the rule."""
+
+    step_id: int
+    tool: str
+    args: dict[str, Any]
+    reason: str
+    principal: str = ""
+    policy: int | None = None
+    rule: str = ""
 
 
 class PlanReplanned(_Event, frozen=True, tag="plan.replanned"):
@@ -168,6 +196,8 @@ class StepResolved(_Event, frozen=True, tag="step.resolved"):
     step_id: int
     decision: Decision
     by: str = ""
+    policy: int | None = None  # for an approval: the version that allowed `by` to give it
+    rule: str = ""
 
 
 class RunResumed(_Event, frozen=True, tag="run.resumed"):
@@ -197,6 +227,7 @@ Event = (
     | StepSkipped
     | StepRetrying
     | StepAwaitingApproval
+    | StepDenied
     | PlanReplanned
     | StepInDoubt
     | StepResolved
@@ -245,6 +276,7 @@ class RunSummary(msgspec.Struct, frozen=True):
     task: str
     started_at: float
     status: RunStatus
+    principal: str = ""
 
 
 class StepState(msgspec.Struct):
@@ -268,6 +300,7 @@ class RunState(msgspec.Struct):
     planner: str = ""
     today: str = ""
     owner: str = ""
+    principal: str = ""
     started_at: float = 0.0
     status: RunStatus = RunStatus.RUNNING
     plan_done: bool = False
@@ -301,6 +334,7 @@ def _apply(state: RunState, event: Event) -> None:
         case RunStarted():
             state.task, state.planner, state.today = event.task, event.planner, event.today
             state.started_at, state.owner = event.at, event.owner
+            state.principal = event.principal
         case RunResumed():
             state.owner, state.status = event.owner, RunStatus.RUNNING
         case PlanStep():
@@ -325,6 +359,9 @@ def _apply(state: RunState, event: Event) -> None:
         case StepInDoubt():
             step = state.steps[event.step_id]
             step.status, step.error, step.decision = StepStatus.IN_DOUBT, event.reason, None
+        case StepDenied():
+            step = state.steps[event.step_id]
+            step.status, step.error = StepStatus.FAILED, event.reason
         case StepResolved():
             state.steps[event.step_id].decision = event.decision
         case StepAwaitingApproval():

@@ -16,6 +16,13 @@ Durability levels:
 - `normal` (default): WAL with synchronous=NORMAL. A committed event survives the process
   crashing or being killed; a power cut or OS crash can lose the last commits (never corrupt).
 - `full`: synchronous=FULL, an fsync per commit: survives power loss too, at ~0.4 ms a commit.
+
+Decisions and the audit log (`ember.journal.rows`): an event that records a policy decision is
+written only while the control plane's version is still the one it was decided under, checked by
+the statement (or transaction) that writes it; else its append raises `PolicyChangedError` and
+the other events of the commit are written. Its audit entry is chained into its own row by the
+same write. So a revocation committed by any process comes either before the call's intent
+(which is then refused) or after it.
 """
 
 from __future__ import annotations
@@ -27,7 +34,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-from ember.errors import CorruptRecordError, JournalError, RunNotFoundError
+from ember.errors import CorruptRecordError, JournalError, PolicyChangedError, RunNotFoundError
+from ember.journal.audit import guard_of
 from ember.journal.events import (
     Event,
     RunDone,
@@ -39,8 +47,18 @@ from ember.journal.events import (
     decode_events,
     encode_event,
 )
+from ember.journal.rows import (
+    Head,
+    Queued,
+    Row,
+    by_run,
+    encoded,
+    insert_checked,
+    insert_one,
+    split,
+)
 
-__all__ = ["Durability", "SQLiteJournal"]
+__all__ = ["Durability", "SQLiteJournal", "open_database"]
 
 Durability = Literal["normal", "full"]
 
@@ -75,6 +93,33 @@ MIGRATIONS: Sequence[str] = (
     # step's outcome and the next intent; a run's start with its plan): half the rows and index
     # entries a step. No table changes; the version tells an older ember it cannot read them.
     "SELECT 1",
+    # The control plane (ember.policy): its version counter, bumped by every change to policies,
+    # tokens or roles; the policies by version; tokens by the principal they name (only a hash
+    # of each); the audit log's signed checkpoints. The audit log itself is in `events`: an
+    # entry (`audit`), its number (`audit_seq`) and its chained hash (`chain`) in the row of the
+    # event it records, NULL in other rows; a control-plane change is a row of its own (run id
+    # '', kind 'control'). See `ember.journal.rows`.
+    """
+    CREATE TABLE control(id INTEGER PRIMARY KEY CHECK (id = 0), version INTEGER NOT NULL);
+    INSERT INTO control VALUES (0, 0);
+    CREATE TABLE policies(
+        version INTEGER PRIMARY KEY, text TEXT NOT NULL, at REAL NOT NULL, by TEXT NOT NULL
+    );
+    CREATE TABLE tokens(
+        name TEXT PRIMARY KEY,
+        hash TEXT NOT NULL UNIQUE,
+        roles TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        revoked_at REAL
+    );
+    CREATE TABLE audit_checkpoints(
+        seq INTEGER PRIMARY KEY, head BLOB NOT NULL, at REAL NOT NULL,
+        key_id TEXT NOT NULL, signature BLOB NOT NULL
+    );
+    ALTER TABLE events ADD COLUMN audit_seq INTEGER;
+    ALTER TABLE events ADD COLUMN audit BLOB;
+    ALTER TABLE events ADD COLUMN chain BLOB;
+    """,
 )
 
 
@@ -83,17 +128,54 @@ _INSERT = "INSERT INTO events(run_id, kind, at, body, crc, run_key) VALUES (?,?,
 # the BEGIN and COMMIT statements around `executemany` (~4 us less a commit).
 _ONE_STATEMENT = 8
 _INSERTS = {n: _INSERT + ",(?,?,?,?,?,?)" * (n - 1) for n in range(1, _ONE_STATEMENT + 1)}
-# A row's `kind` when it holds several events: `run.started` if it holds it (runs are listed by
-# it), else the last of these it holds (a run's status is found by them), else its first event's.
-_STATE_CHANGES: dict[type, str] = {
-    RunResumed: "run.resumed",
-    RunWaiting: "run.waiting",
-    RunDone: "run.done",
-}
 
 
-# A queued event: the event, its encoded body and, for `append`, what is waiting on it.
-_Queued = tuple[Event, bytes, "asyncio.Future[None] | None"]
+def open_database(path: Path, durability: Durability = "normal") -> sqlite3.Connection:
+    """A connection to the journal database at `path` (WAL, migrated to the current schema).
+    `JournalError` if it cannot."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        db.execute("PRAGMA busy_timeout=10000")  # first: the next one may wait too
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
+        _migrate(db, path)
+    except (sqlite3.Error, OSError) as exc:
+        raise JournalError(f"cannot open the journal at {path}: {exc}") from None
+    return db
+
+
+def _migrate(db: sqlite3.Connection, path: Path) -> None:
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    if version > len(MIGRATIONS):
+        raise JournalError(
+            f"the journal at {path} has schema version {version}, newer than this ember "
+            f"knows ({len(MIGRATIONS)}): upgrade ember"
+        )
+    for index in range(version, len(MIGRATIONS)):
+        db.execute("BEGIN IMMEDIATE")
+        try:  # another process opening the journal at once may have migrated it meanwhile
+            if db.execute("PRAGMA user_version").fetchone()[0] <= index:
+                for statement in _statements(MIGRATIONS[index]):
+                    db.execute(statement)
+                db.execute(f"PRAGMA user_version={index + 1}")
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+
+
+def _statements(script: str) -> list[str]:
+    """The statements of a migration script (a trigger's body keeps its semicolons)."""
+    statements, current = [], ""
+    for part in script.split(";"):
+        current += part + ";"
+        if sqlite3.complete_statement(current):
+            if current.strip(" \n;"):
+                statements.append(current.strip())
+            current = ""
+    return statements
 
 
 class SQLiteJournal:
@@ -102,51 +184,30 @@ class SQLiteJournal:
     def __init__(self, path: Path | str, *, durability: Durability = "normal") -> None:
         self.path = Path(path)
         self.durability = durability
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            self._db.execute("PRAGMA busy_timeout=10000")  # first: the next one may wait too
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
-            self._migrate()
-        except (sqlite3.Error, OSError) as exc:
-            raise JournalError(f"cannot open the journal at {self.path}: {exc}") from None
-        self._pending: list[_Queued] = []
+        self._db = open_database(self.path, durability)
+        self._pending: list[Queued] = []
         self._failure: JournalError | None = None
         # The run whose events alone filled the last commit and fill the queue (else None).
         self._solo: str | None = None
         self._pending_run: str | None = None
         self._keys: dict[str, int] = {}  # run id -> run key, for runs not done yet
+        self._head: Head | None = None  # the audit log's head as this process last wrote it
         # The event loop on which a flush is scheduled (a chain whose steps run back to back
         # queues each outcome before a flush has run: one scheduled flush serves them all).
         self._flush_on: asyncio.AbstractEventLoop | None = None
-
-    def _migrate(self) -> None:
-        version = self._db.execute("PRAGMA user_version").fetchone()[0]
-        if version > len(MIGRATIONS):
-            raise JournalError(
-                f"the journal at {self.path} has schema version {version}, newer than this ember "
-                f"knows ({len(MIGRATIONS)}): upgrade ember"
-            )
-        for index in range(version, len(MIGRATIONS)):
-            script = f"{MIGRATIONS[index]}; PRAGMA user_version={index + 1}"
-            try:
-                self._db.executescript(f"BEGIN IMMEDIATE; {script}; COMMIT;")
-            except sqlite3.Error:
-                if self._db.in_transaction:
-                    self._db.execute("ROLLBACK")
-                if self._db.execute("PRAGMA user_version").fetchone()[0] <= index:
-                    raise
-                # another process opening the journal migrated it first
 
     async def append(self, event: Event) -> None:
         """Append `event`; returns once it is durable (see the module docstring)."""
         self._raise_failure()
         if self._solo == event.run_id and (not self._pending or self._pending_run == self._solo):
-            self._pending.append((event, encode_event(event), None))
+            guarded = guard_of(event) is not None
+            mine = asyncio.get_running_loop().create_future() if guarded else None
+            self._pending.append((event, encode_event(event), mine))
             self._pending_run = event.run_id
             self._flush()  # its own commit, which another run's event could not have joined
             self._raise_failure()
+            if mine is not None:
+                mine.result()  # PolicyChangedError if the control plane changed
             return
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._queue(event, future)
@@ -158,6 +219,11 @@ class SQLiteJournal:
         `append`. For records whose durability nothing waits on (a step's outcome: its intent
         is already durable, and a crash before the commit reads as a crash during the call)."""
         self._raise_failure()
+        if guard_of(event) is not None:
+            raise JournalError(
+                f"{type(event).__name__} records a decision: `append` it, so that a "
+                "PolicyChangedError reaches whoever decided"
+            )
         self._queue(event, None)
 
     def _queue(self, event: Event, future: asyncio.Future[None] | None) -> None:
@@ -187,11 +253,12 @@ class SQLiteJournal:
         if self.durability == "normal":
             self._solo = self._pending_run  # one run filled this commit: None if several
         try:
-            self._commit(batch, self._pending_run)
+            stale = self._commit(batch, self._pending_run)
         except sqlite3.Error as exc:
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")
             self._keys.clear()  # keys given out in the rolled-back transaction are void
+            self._head = None
             error = JournalError(f"cannot write to the journal at {self.path}: {exc}")
             waited = [future for _, _, future in batch if future is not None]
             if len(waited) < len(batch):
@@ -200,37 +267,61 @@ class SQLiteJournal:
                 if not future.done():
                     future.set_exception(error)
             return
+        for event, _, refused in stale:  # decided under a version that is no longer current
+            if refused is not None and not refused.done():
+                refused.set_exception(PolicyChangedError(guard_of(event) or 0))
         for _, _, maybe in batch:
             if maybe is not None and not maybe.done():
                 maybe.set_result(None)
 
-    def _commit(self, batch: list[_Queued], run_id: str | None) -> None:
+    def _commit(self, batch: list[Queued], run_id: str | None) -> list[Queued]:
         """One transaction: a row for each run in `batch` with that run's events (`run_id`:
-        the one run whose events fill `batch`, else None)."""
-        keys = self._keys
-        if run_id is not None:  # a chain step, a run alone (the common case, kept short)
+        the one run whose events fill `batch`, else None). Returns the events it left out
+        because they were decided under a control-plane version that is no longer current."""
+        keys, stale = self._keys, []
+        if run_id is not None:  # one run's events (a chain step: the common case, kept short)
             key = keys.get(run_id)
             if key is None:
                 self._db.execute("BEGIN IMMEDIATE")
                 key = keys[run_id] = self._run_key(run_id)
-            self._db.execute(_INSERT, _row(run_id, batch, key))
+            rows = split(run_id, batch, key)
         else:
-            runs = _by_run(batch)
+            runs = by_run(batch)
             new_runs = [run for run in runs if run not in keys]
             if new_runs or len(runs) > _ONE_STATEMENT:
                 self._db.execute("BEGIN IMMEDIATE")
             for run in new_runs:
                 keys[run] = self._run_key(run)
-            rows = [_row(run, events, keys[run]) for run, events in runs.items()]
-            if len(rows) <= _ONE_STATEMENT:  # one statement: its own transaction, or the above
-                self._db.execute(_INSERTS[len(rows)], [value for row in rows for value in row])
-            else:
-                self._db.executemany(_INSERT, rows)
+            rows = [row for run, queued in runs.items() for row in split(run, queued, keys[run])]
+        if all(row.decider is None for row in rows):
+            self._insert([encoded(row.run_id, row.events, row.run_key) for row in rows])
+        else:
+            stale = self._insert_decisions(rows)
         if self._db.in_transaction:
             self._db.execute("COMMIT")
         for event, _, _ in batch:
             if type(event) is RunDone:
                 keys.pop(event.run_id, None)
+        return stale
+
+    def _insert(self, rows: list[tuple[object, ...]]) -> None:
+        if len(rows) <= _ONE_STATEMENT:  # one statement: its own transaction, or the caller's
+            self._db.execute(_INSERTS[len(rows)], [value for row in rows for value in row])
+        else:
+            if not self._db.in_transaction:
+                self._db.execute("BEGIN IMMEDIATE")
+            self._db.executemany(_INSERT, rows)
+
+    def _insert_decisions(self, rows: list[Row]) -> list[Queued]:
+        """Rows of which some decide or are audited (`ember.journal.rows`): a lone row in one
+        checked statement when the head is known, else a checked transaction."""
+        if len(rows) == 1 and self._head is not None and not self._db.in_transaction:
+            head = insert_one(self._db, rows[0], self._head)
+            if head is not None:
+                self._head = head
+                return []
+        stale, self._head = insert_checked(self._db, rows)
+        return stale
 
     def _run_key(self, run_id: str) -> int:
         """The key of run `run_id`, given now if it has none (inside the write transaction)."""
@@ -291,7 +382,9 @@ class SQLiteJournal:
                     break
                 if isinstance(latest, RunResumed):
                     break
-            summaries.append(RunSummary(event.run_id, event.task, event.at, status))
+            summaries.append(
+                RunSummary(event.run_id, event.task, event.at, status, event.principal)
+            )
         return summaries
 
     def _decode(self, seq: int, body: bytes | str, crc: int) -> list[Event]:
@@ -309,27 +402,3 @@ class SQLiteJournal:
                 future.set_exception(JournalError("the journal was closed before this append"))
         self._pending = []
         self._db.close()
-
-
-def _by_run(batch: list[_Queued]) -> dict[str, list[_Queued]]:
-    runs: dict[str, list[_Queued]] = {}
-    for queued in batch:
-        runs.setdefault(queued[0].run_id, []).append(queued)
-    return runs
-
-
-def _row(run_id: str, events: list[_Queued], run_key: int) -> tuple[object, ...]:
-    """The `events` row of one run's events in one commit (`_STATE_CHANGES`: its kind)."""
-    first = events[0][0]
-    kind = type(first).__struct_config__.tag
-    if len(events) == 1:
-        body = events[0][1]
-    else:
-        body = b"[" + b",".join([encoded for _, encoded, _ in events]) + b"]"
-        if kind != "run.started":
-            for event, _, _ in reversed(events):
-                change = _STATE_CHANGES.get(type(event))
-                if change is not None:
-                    kind = change
-                    break
-    return (run_id, kind, first.at, body, zlib.crc32(body), run_key)

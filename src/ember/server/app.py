@@ -6,8 +6,14 @@ GET  /runs            recent runs, newest first (?limit=20)
 GET  /runs/{run_id}   one run (an id prefix is enough): its folded state and its events
 GET  /metrics         Prometheus text: ember_layer_seconds{layer}, ember_step_seconds{tool},
                       ember_runs_total{status}
-GET  /health
+GET  /health           (the only endpoint that needs no token)
 ```
+
+Every endpoint but `/health` needs `Authorization: Bearer TOKEN` (`ember tokens create`): 401
+without a valid one, 403 when the policy denies the token's principal the action (`start_run`
+for POST /runs, `read_runs` for reading them), each with a JSON body that says what to do. The
+check is `ember.policy.tokens.authenticate`, called by one middleware (`_Authenticated`).
+`--no-auth` (loopback only) lets every request act as the OS user, and says so at start.
 
 At start, once its planner is ready, the server resumes the journal's interrupted runs (those
 `running` whose process is gone, as `ember resume --all` does); at shutdown, those still going
@@ -32,7 +38,13 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ember.app import open_runtime, run_exporters
-from ember.errors import EmberError, RunNotFoundError, UserError
+from ember.errors import (
+    AuthenticationError,
+    EmberError,
+    PermissionDeniedError,
+    RunNotFoundError,
+    UserError,
+)
 from ember.extras import require
 from ember.journal import run_document
 
@@ -40,6 +52,7 @@ if TYPE_CHECKING:
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import Response
+    from starlette.types import ASGIApp, Receive, Scope, Send
 
     from ember.config import Settings
     from ember.executor import Runtime
@@ -64,7 +77,26 @@ class _RunApi:
         """Serve requests with `runtime` (the lifespan's)."""
         self._runtime = runtime
 
+    def authenticate(self, header: str | None) -> str:
+        """The principal a request's `Authorization` header stands for (AuthenticationError)."""
+        from ember.policy.tokens import authenticate, bearer
+
+        assert self.runtime.control is not None
+        return authenticate(self.runtime.control.store, bearer(header)).name
+
+    def allow(self, request: Request, action: str) -> str:
+        """The request's principal, if the policy in force lets it do `action` on the runs."""
+        control = self.runtime.control
+        assert control is not None
+        principal = str(request.state.principal)
+        control.refresh().require(principal, action, "runs")
+        return principal
+
     async def start_run(self, request: Request) -> Response:
+        try:
+            principal = self.allow(request, "start_run")
+        except PermissionDeniedError as exc:
+            return _denied(exc)
         try:
             body = msgspec.json.decode(await request.body())
         except msgspec.DecodeError as exc:
@@ -79,7 +111,7 @@ class _RunApi:
             except ValueError:
                 return _error(400, f"today={body['today']!r} is not a date: use YYYY-MM-DD")
         try:
-            result = await self.runtime.run(task, today=today)
+            result = await self.runtime.run(task, today=today, principal=principal)
         except UserError as exc:
             return _error(400, str(exc))
         except EmberError as exc:
@@ -87,12 +119,20 @@ class _RunApi:
         return _json(result.to_json())
 
     async def list_runs(self, request: Request) -> Response:
+        try:
+            self.allow(request, "read_runs")
+        except PermissionDeniedError as exc:
+            return _denied(exc)
         limit = request.query_params.get("limit", "20")
         if not limit.isdigit():
             return _error(400, f"limit={limit!r} is not a whole number")
         return _json(msgspec.to_builtins(self.runtime.journal.runs(int(limit))))
 
     async def show_run(self, request: Request) -> Response:
+        try:
+            self.allow(request, "read_runs")
+        except PermissionDeniedError as exc:
+            return _denied(exc)
         journal = self.runtime.journal
         try:
             run_id = journal.find_run(request.path_params["run_id"])
@@ -139,12 +179,59 @@ def _error(status: int, message: str) -> Response:
     return _json({"error": message}, status)
 
 
-def create_app(settings: Settings, *, ready: Callable[[], None] | None = None) -> Starlette:
+def _denied(exc: PermissionDeniedError) -> Response:
+    return _json(
+        {
+            "error": f"forbidden: {exc}",
+            "what_to_do": "ask whoever keeps the policy for a rule that permits this "
+            "(`ember policy show`; `ember policy test PRINCIPAL TOOL` to check one)",
+        },
+        403,
+    )
+
+
+class _Authenticated:
+    """ASGI middleware: every request but `GET /health` must carry a valid bearer token; the
+    principal goes into `request.state.principal`. `local`: act as this principal without a
+    token (`--no-auth`)."""
+
+    def __init__(self, app: ASGIApp, api: _RunApi, local: str | None) -> None:
+        self.app, self.api, self.local = app, api, local
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] == "/health":
+            await self.app(scope, receive, send)
+            return
+        principal = self.local
+        if principal is None:
+            header = dict(scope["headers"]).get(b"authorization")
+            try:
+                principal = self.api.authenticate(header.decode("latin-1") if header else None)
+            except AuthenticationError as exc:
+                response = _json(
+                    {
+                        "error": f"unauthorized: {exc}",
+                        "what_to_do": "send `Authorization: Bearer TOKEN` with a token from "
+                        "`ember tokens create NAME`",
+                    },
+                    401,
+                )
+                response.headers["WWW-Authenticate"] = 'Bearer realm="ember"'
+                await response(scope, receive, send)
+                return
+        scope.setdefault("state", {})["principal"] = principal
+        await self.app(scope, receive, send)
+
+
+def create_app(
+    settings: Settings, *, ready: Callable[[], None] | None = None, auth: bool = True
+) -> Starlette:
     """The ASGI app over ember as `settings` configure it. Its lifespan opens the runtime
     inside the server's event loop, gets the planner ready, resumes interrupted runs, then calls
-    `ready`."""
+    `ready`. `auth=False`: no token needed, every request acts as the OS user."""
     require("ember serve", "starlette", "uvicorn", "prometheus_client")
     from starlette.applications import Starlette
+    from starlette.middleware import Middleware
     from starlette.routing import Route
 
     exporters = run_exporters(settings)
@@ -182,14 +269,42 @@ def create_app(settings: Settings, *, ready: Callable[[], None] | None = None) -
             Route("/metrics", api.scrape, methods=["GET"]),
             Route("/health", api.health, methods=["GET"]),
         ],
+        middleware=[Middleware(_Authenticated, api=api, local=None if auth else _local())],
         lifespan=lifespan,
     )
 
 
-def serve(settings: Settings, *, host: str = "127.0.0.1", port: int = 8321) -> None:
-    """Serve until SIGINT/SIGTERM; queued spans are sent before it returns."""
+def _local() -> str:
+    from ember.policy.control import local_user
+
+    return local_user()
+
+
+def serve(
+    settings: Settings, *, host: str = "127.0.0.1", port: int = 8321, auth: bool = True
+) -> None:
+    """Serve until SIGINT/SIGTERM; queued spans are sent before it returns. `auth=False`
+    (`--no-auth`) is refused unless `host` is a loopback address."""
+    import ipaddress
+
     require("ember serve", "starlette", "uvicorn", "prometheus_client")
+
     import uvicorn
+
+    if not auth:
+        try:
+            loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            loopback = False
+        if not loopback:
+            raise UserError(
+                f"--no-auth is for loopback development only, not --host {host}: create "
+                "tokens (`ember tokens create NAME`) and drop --no-auth"
+            )
+        _say(
+            f"WARNING: --no-auth: every request acts as OS user {_local()} without a token. "
+            "For development on this machine only."
+        )
 
     def ready() -> None:
         where = f" and sending spans to {settings.otlp_endpoint}" if settings.otlp_endpoint else ""
@@ -205,7 +320,7 @@ def serve(settings: Settings, *, host: str = "127.0.0.1", port: int = 8321) -> N
         raise UserError(
             f"cannot listen on {host}:{port}: {reason}: choose another --port"
         ) from None
-    app = create_app(settings, ready=ready)
+    app = create_app(settings, ready=ready, auth=auth)
     config: Any = uvicorn.Config(app, log_level="warning", lifespan="on")
     with listener:
         uvicorn.Server(config).run(sockets=[listener])
