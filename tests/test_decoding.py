@@ -262,6 +262,18 @@ def test_in_doubt_a_first_call_is_kept_only_if_the_request_gives_its_values() ->
         abstain=doubtful,
     )
     assert capital == []  # a city the request does not name
+    miles = plan(
+        "Convert 26 miles into kilometres",
+        '1. convert_currency(amount=26, from_currency="MUR", to_currency="EUR")\ndone',
+        abstain=doubtful,
+    )
+    assert miles == []  # currencies the request names neither by code nor by name
+    francs = plan(
+        "How much is 1,250 Swiss francs in euros?",
+        '1. convert_currency(amount=1250, from_currency="CHF", to_currency="EUR")\ndone',
+        abstain=doubtful,
+    )
+    assert [step.tool for step in francs] == ["convert_currency"]
     weather = plan(
         "Should I pack an umbrella for Oslo on 2026-03-05?",
         '1. get_weather(city="Oslo", date="2026-03-05")\ndone',

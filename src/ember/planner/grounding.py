@@ -92,7 +92,8 @@ def stated_numbers(request: str) -> set[float]:
 
 def unsupported(step: Step, tool: ToolDescriptor, request: str) -> list[str]:
     """The arguments of a first call whose values the request does not give: a number it
-    does not state, or a short text (three words at most) it does not contain. A longer text
+    does not state, a currency it names neither by code nor by name ("Swiss francs" is CHF),
+    or a short text (three words at most) it does not contain. A longer text
     is the model's to compose (a query, a message), and a request in Chinese may name a city
     the model writes in English, so neither is judged."""
     properties = tool.parameters.get("properties", {})
@@ -106,6 +107,9 @@ def unsupported(step: Step, tool: ToolDescriptor, request: str) -> list[str]:
             continue
         if isinstance(value, int | float) and kind in ("integer", "number"):
             if value not in stated:
+                found.append(name)
+        elif isinstance(value, str) and kind == "code3" and standard_codes(properties[name]):
+            if not _names_currency(lowered, value) and not composed_elsewhere:
                 found.append(name)
         elif (
             isinstance(value, str)
@@ -125,6 +129,17 @@ def named_dates(request: str, today: date) -> list[str]:
     found = re.findall(r"(?<![\d-])(\d{4}-\d{2}-\d{2})(?![\d-])", annotated)
     valid = set(calendar_dates(today))
     return [day for day in dict.fromkeys(found) if day in valid]
+
+
+def _names_currency(lowered: str, code: str) -> bool:
+    """Whether a (case-folded) request names a currency: its code, or a word of its name."""
+    import pycountry
+
+    if re.search(rf"\b{code.lower()}\b", lowered):
+        return True
+    currency = pycountry.currencies.get(alpha_3=code)
+    words = currency.name.lower().split() if currency is not None else []
+    return any(re.search(rf"\b{re.escape(word[:4])}", lowered) for word in words if len(word) >= 3)
 
 
 def integers(request: str) -> list[int]:
