@@ -219,6 +219,8 @@ class PlanDecoder:
                 grounded = self._grounds.options(tool.tool_name, name, props[name], earlier, unused)
                 if grounded == [] and name not in required:
                     continue  # an optional identifier nothing grounds: left out
+                if name not in required and self._grounds.never_stated(props[name]):
+                    continue  # an optional number or choice it could never keep: no pass
                 candidates.append(name)
                 if name in required:
                     break

@@ -267,6 +267,13 @@ class Grounds:
             for path in field_paths(self.tools[step.tool].returns, schema)
         ]
 
+    def never_stated(self, schema: dict[str, Any]) -> bool:
+        """Whether no value of `schema` can be one the request states: a number where it states
+        none, a choice none of whose values it says (an optional one is then not offered)."""
+        if "enum" in schema:
+            return all(self.unstated(schema, value) for value in schema["enum"])
+        return schema.get("type") in ("integer", "number") and not self.stated
+
     def unstated(self, schema: dict[str, Any], value: Any) -> bool:
         """A literal number, or one of an enum's values, that the request does not state:
         options the model adds from habit ("max_words": 50, "rotation": "primary")."""
