@@ -274,6 +274,18 @@ def test_in_doubt_a_first_call_is_kept_only_if_the_request_gives_its_values() ->
         abstain=doubtful,
     )
     assert [step.tool for step in francs] == ["convert_currency"]
+    pizza = plan(
+        "Order me a large pepperoni pizza to the office, please.",
+        "1. query_sql(sql=\"SELECT * FROM orders WHERE customer_id = 'your_customer_id'\")\n",
+        abstain=doubtful,
+    )
+    assert pizza == []  # nothing in the call comes from the request
+    platinum = plan(
+        "How many platinum customers do we have?",
+        "1. query_sql(sql=\"SELECT COUNT(*) FROM customers WHERE tier = 'platinum'\")\ndone",
+        abstain=doubtful,
+    )
+    assert [step.tool for step in platinum] == ["query_sql"]
     weather = plan(
         "Should I pack an umbrella for Oslo on 2026-03-05?",
         '1. get_weather(city="Oslo", date="2026-03-05")\ndone',

@@ -189,19 +189,21 @@ class PlanDecoder:
 
     def _available(self, name: str, earlier: list[Step], unused: Sequence[Step]) -> bool:
         """Whether every required parameter of tool `name` that must be grounded (see
-        `_grounded`) has a value to take. A first step may still write an identifier or a
-        path freely (it must then appear in the request); a later one may not."""
+        `Grounds.options`) has a value to take. A first step may still write a path freely
+        (it must then appear in the request: the request's paths are found by a pattern);
+        an identifier it may not."""
         tool = self._tools[name]
         props = tool.parameters.get("properties", {})
         if tool.parameters.get("minProperties") and not tool.parameters.get("required"):
             # one of its optional values at least (lookup_customer: an id or an address)
             grounded = [self._grounds.options(name, p, props[p], earlier, unused) for p in props]
-            if earlier and all(options == [] for options in grounded):
+            if all(options == [] for options in grounded):
                 return False
         for param in tool.parameters.get("required", []):
-            options = self._grounds.options(name, param, props.get(param, {}), earlier, unused)
-            sourced = (name, param) in self._grounds.sources
-            if options == [] and (sourced or earlier):
+            schema = props.get(param, {})
+            options = self._grounds.options(name, param, schema, earlier, unused)
+            path = value_kind(schema) == "text" and not grounding.is_identifier(param, schema)
+            if options == [] and (earlier or not path or (name, param) in self._grounds.sources):
                 return False
         return True
 
@@ -377,9 +379,9 @@ class PlanDecoder:
         if options:
             chosen = options[self._cursor.choose(options)]
             return chosen if chosen.startswith("$") else json.loads(chosen)
-        if sourced:
+        if sourced or schema.get("format") == "email":
             raise _Ungrounded
-        text = self._value(schema, earlier)
+        text = self._value(schema, earlier)  # a path on the first step (see `_available`)
         if not isinstance(text, str) or "@" in text or text not in self._request:
             raise _Ungrounded  # a value the user never gave: invented
         return text

@@ -93,33 +93,36 @@ def stated_numbers(request: str) -> set[float]:
 def unsupported(step: Step, tool: ToolDescriptor, request: str) -> list[str]:
     """The arguments of a first call whose values the request does not give: a number it
     does not state, a currency it names neither by code nor by name ("Swiss francs" is CHF),
-    or a short text (three words at most) it does not contain. A longer text
-    is the model's to compose (a query, a message), and a request in Chinese may name a city
-    the model writes in English, so neither is judged."""
+    or a short text (three words at most) it does not contain; and, when no value at all
+    comes from the request, every argument. A longer text is the model's to compose (a query,
+    a message): it comes from the request when it shares a word of five letters or more with
+    it. A request in Chinese may name a city the model writes in English: its texts and
+    currencies are not judged."""
     properties = tool.parameters.get("properties", {})
     stated = stated_numbers(request)
     lowered = request.casefold()
-    composed_elsewhere = bool(re.search(r"[\u3000-\u9fff]", request))
-    found = []
+    words = set(re.findall(r"\w{5,}", lowered))
+    lenient = bool(re.search(r"[\u3000-\u9fff]", request))
+    found, given = [], False
     for name, value in step.args.items():
         kind = value_kind(properties.get(name, {}))
         if isinstance(value, bool) or (isinstance(value, str) and value.startswith("$")):
             continue
         if isinstance(value, int | float) and kind in ("integer", "number"):
-            if value not in stated:
-                found.append(name)
+            ok = value in stated
         elif isinstance(value, str) and kind == "code3" and standard_codes(properties[name]):
-            if not _names_currency(lowered, value) and not composed_elsewhere:
-                found.append(name)
-        elif (
-            isinstance(value, str)
-            and kind == "text"
-            and len(value.split()) <= 3
-            and value.casefold() not in lowered
-            and not composed_elsewhere
-        ):
+            ok = lenient or _names_currency(lowered, value)
+        elif isinstance(value, str) and kind == "text" and len(value.split()) <= 3:
+            ok = lenient or value.casefold() in lowered
+        elif isinstance(value, str) and kind == "text":
+            given = given or lenient or bool(words & set(re.findall(r"\w{5,}", value.casefold())))
+            continue
+        else:
+            continue  # a date, a time, a choice: the request's phrases or the model's pick
+        given = given or ok
+        if not ok:
             found.append(name)
-    return found
+    return found if given else list(step.args)
 
 
 def named_dates(request: str, today: date) -> list[str]:
@@ -324,7 +327,10 @@ class Grounds:
             if not literals and not named:
                 literals = self.paths
         else:
-            literals = self.integers if schema.get("type") == "integer" else self.codes
+            if schema.get("type") == "integer":
+                literals = self.integers
+            else:  # a code ("C-20417"), or a number long enough to be an id ("20417")
+                literals = self.codes + [str(n) for n in self.integers if n >= 100]
             named = [ref for ref in found if ref.rsplit(".", 1)[-1] in (name, "id")]
             if not named and not literals and source is None:
                 # An id held as the one plain text of a result nothing uses yet ("the file
