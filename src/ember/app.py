@@ -181,7 +181,12 @@ def build_planner(
 
     if say is not None:
         say("loading the model (the first run assembles it from its packages)...")
-    return LlamaPlanner(settings.model, prefix_cache=settings.prefix_cache)
+    return LlamaPlanner(
+        settings.model,
+        prefix_cache=settings.prefix_cache,
+        rules_off=frozenset(settings.rules_off),
+        abstain_band=settings.abstain_band,
+    )
 
 
 @contextlib.asynccontextmanager

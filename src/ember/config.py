@@ -246,6 +246,8 @@ class PlannerSettings(msgspec.Struct, frozen=True):
     response_format: str = "json_schema"
     script: str | None = None
     prefix_cache: bool = True
+    rules_off: tuple[str, ...] = ()  # llama: decoding rules switched off, to measure them
+    abstain_band: tuple[float, float] | None = None  # llama: instead of the model's own
 
 
 class Settings(msgspec.Struct, frozen=True):

@@ -315,6 +315,16 @@ def _add_eval_command(commands: Any) -> None:
     planner.add_argument("--limit", type=int, help="only the first N tasks")
     planner.add_argument("--json", action="store_true", help="print the summary as JSON")
     planner.add_argument("--predictions", help="also write the plans here (JSON Lines)")
+    planner.add_argument(
+        "--rules-off",
+        help="llama: switch decoding rules off, to measure them (comma-separated: push-bound, "
+        "schema, named-dates, numbers, doubt-check)",
+    )
+    planner.add_argument(
+        "--abstain-band",
+        help="llama: LOW,HIGH margins for no tool fits instead of the model's own (e.g. "
+        "6.25,6.25: a single threshold)",
+    )
     planner.set_defaults(handler=_command("measure", "eval_planner"))
     bfcl = kinds.add_parser(
         "bfcl", help="score the planner on BFCL's single-turn categories with BFCL's own checker"

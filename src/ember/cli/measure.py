@@ -49,7 +49,15 @@ def eval_planner(args: argparse.Namespace) -> int:
     if args.catalog:
         raw = json.loads(Path(args.catalog).read_text(encoding="utf-8"))
         catalogue = [ToolDescriptor.from_json(item) for item in raw]
-    planner = build_planner(settings(args).planner, say=say)
+    chosen = settings(args).planner
+    if args.rules_off or args.abstain_band:
+        band = _band(args.abstain_band) if args.abstain_band else None
+        chosen = msgspec.structs.replace(
+            chosen,
+            rules_off=tuple(args.rules_off.split(",")) if args.rules_off else (),
+            abstain_band=band,
+        )
+    planner = build_planner(chosen, say=say)
     assert planner is not None, "eval planner always names a planner"
     summary = asyncio.run(evaluate_planner(planner, tasks, catalogue))
     if args.predictions:
@@ -71,6 +79,14 @@ def eval_planner(args: argparse.Namespace) -> int:
     for task_id, error in summary["planner_errors"].items():
         print(f"  {task_id}: planner error: {error}")
     return 0
+
+
+def _band(text: str) -> tuple[float, float]:
+    try:
+        low, high = (float(part) for part in text.split(","))
+    except ValueError:
+        raise UserError(f"--abstain-band {text!r}: give two numbers, LOW,HIGH") from None
+    return low, high
 
 
 def eval_bfcl(args: argparse.Namespace) -> int:

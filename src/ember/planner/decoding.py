@@ -34,9 +34,14 @@ from ember.planner.compact import DONE, field_paths, value_kind
 from ember.planner.vocabulary import Cursor, LanguageModel, Vocabulary
 from ember.tools.descriptor import ToolDescriptor
 
-__all__ = ["MAX_STEPS", "PlanDecoder"]
+__all__ = ["MAX_STEPS", "RULES", "PlanDecoder"]
 
 MAX_STEPS = 12
+# Rules that can be switched off (`PlanDecoder(off=...)`), to measure what each one buys:
+# the bound on steps a plan is made to go on for, the schema constraints of unseen catalogues
+# (stated choices, pattern spans, numeric ids, unoffered options), dates among those the
+# request names, numbers in words or units, and the check of a first call made in doubt.
+RULES = ("push-bound", "schema", "named-dates", "numbers", "doubt-check")
 _TEXT_TOKENS = 120  # longest free text, in tokens
 _SHORT_TOKENS = 16  # longest date, code, time or number
 _MAX_ITEMS = 8  # longest list argument
@@ -67,16 +72,19 @@ class PlanDecoder:
         today: date,
         request: str,
         abstain: tuple[float, float] | None = None,
+        off: frozenset[str] = frozenset(),
     ) -> None:
         self._model = model
         self._abstain = abstain
+        self._off = off
         self.first_margin: float | None = None  # logit(step) - logit(done) at the first choice
         self.end_margins: list[float] = []  # the same after each step, where `done` was offered
         self._cursor = Cursor(model, vocab)
         self._tools = {tool.tool_name: tool for tool in catalogue}
-        self._grounds = grounding.Grounds(catalogue, request, today)
+        spoken = "numbers" not in off
+        self._grounds = grounding.Grounds(catalogue, request, today, spoken=spoken)
         self._request = request
-        self._givens = grounding.givens(request)
+        self._givens = grounding.givens(request, spoken=spoken)
 
     def decode(
         self,
@@ -104,9 +112,8 @@ class PlanDecoder:
             # While something is left that a tool could take, the plan goes on, for at most
             # two steps in a row that use none of it (a step in between may be needed).
             left = self._unused_givens(steps) if steps else []
-            can_end = pushed >= _MAX_PUSHED or not any(
-                self._takes(name, v) for name in names for v in left
-            )
+            bounded = pushed >= _MAX_PUSHED and "push-bound" not in self._off
+            can_end = bounded or not any(self._takes(name, v) for name in names for v in left)
             doubt = not steps and self._doubt(f"{step_id}. ", DONE)
             if doubt == "abstain":
                 break  # no tool fits: the model's preference for a step is too weak
@@ -123,8 +130,10 @@ class PlanDecoder:
                 break  # a repeated call: small models loop; a plan never needs one twice
             if grounding.reapplies(step, steps):
                 break  # the same call again on its own output: a loop (summary of a summary)
-            if doubt == "check" and grounding.unsupported(
-                step, self._tools[step.tool], self._request
+            if (
+                doubt == "check"
+                and "doubt-check" not in self._off
+                and grounding.unsupported(step, self._tools[step.tool], self._request)
             ):
                 break  # a weak preference, and a first call the request gives no values for
             steps.append(step)
@@ -221,7 +230,7 @@ class PlanDecoder:
                 grounded = self._grounds.options(tool.tool_name, name, props[name], earlier, unused)
                 if grounded == [] and name not in required:
                     continue  # an optional identifier nothing grounds: left out
-                if name not in required and self._grounds.never_stated(props[name]):
+                if name not in required and self._grounds.never_stated(props[name], self._off):
                     continue  # an optional number or choice it could never keep: no pass
                 candidates.append(name)
                 if name in required:
@@ -241,7 +250,7 @@ class PlanDecoder:
             grounded = self._grounds.options(tool.tool_name, name, props[name], earlier, unused)
             if grounded is None:
                 value = self._value(props[name], earlier, unused)
-                if name in required or not self._grounds.unstated(props[name], value):
+                if name in required or not self._grounds.unstated(props[name], value, self._off):
                     args[name] = value  # an optional number or choice never said: left out
             else:
                 args[name] = self._identifier(
@@ -307,7 +316,8 @@ class PlanDecoder:
         if kind in ("integer", "number"):
             text, _ = cursor.sample(kind, b",)]", _SHORT_TOKENS)
             return _number(options[choice] + text, kind)
-        if kind == "text" and (spans := grounding.spans_matching(self._request, schema)):
+        spans = [] if "schema" in self._off else grounding.spans_matching(self._request, schema)
+        if kind == "text" and spans:
             # a value the pattern constrains, and the request spells: one of those spans
             return spans[cursor.choose([_literal(span)[1:] for span in spans])]
         if kind == "text":
@@ -323,7 +333,8 @@ class PlanDecoder:
             # The dates the request names, written out ("tomorrow (2026-03-03)"): one pass
             # or none. A request that names none: one choice among real calendar dates, "20"
             # and the dashes forced, ~5 passes (Qwen writes one digit a token).
-            days = self._grounds.named_dates or self._grounds.dates
+            named = [] if "named-dates" in self._off else self._grounds.named_dates
+            days = named or self._grounds.dates
             return days[cursor.choose([f'{day}"' for day in days])]
         text, _ = cursor.sample(kind, b'"', _SHORT_TOKENS)
         cursor.force('"')

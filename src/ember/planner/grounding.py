@@ -63,7 +63,7 @@ NUMBER = re.compile(r"(?<![\w.,:/-])[0-9]+(?:,[0-9]{3})*(?:\.[0-9]+)?(?![\w:/]|-
 Given = tuple[str, ...]  # a value the request gives, in each form a plan may use it
 
 
-def givens(request: str) -> list[Given]:
+def givens(request: str, *, spoken: bool = True) -> list[Given]:
     """The values a request gives that a plan for it uses somewhere: quoted text, email
     addresses, absolute paths, codes ("C-20417"), numbers written in digits (thousands
     separators dropped) and numbers in words or with a unit that count something
@@ -79,15 +79,17 @@ def givens(request: str) -> list[Given]:
     rest = CODE.sub(" ", rest)
     numbers = [number.replace(",", "") for number in NUMBER.findall(rest)]
     found: list[Given] = [(value,) for value in [*quoted, *emails, *paths, *codes, *numbers]]
-    found += [tuple(map(_plain, values)) for values in spoken_numbers(rest, counts_only=True)]
+    if spoken:
+        found += [tuple(map(_plain, vals)) for vals in spoken_numbers(rest, counts_only=True)]
     return list(dict.fromkeys(found))
 
 
-def stated_numbers(request: str) -> set[float]:
+def stated_numbers(request: str, *, spoken: bool = True) -> set[float]:
     """Every number the request states, in digits or in words, with its conversions."""
     rest = QUOTED.sub(" ", request)
     digits = {float(n.replace(",", "")) for n in NUMBER.findall(EMAIL.sub(" ", rest))}
-    return digits | {value for values in spoken_numbers(rest) for value in values}
+    words = spoken_numbers(rest) if spoken else []
+    return digits | {value for values in words for value in values}
 
 
 def unsupported(step: Step, tool: ToolDescriptor, request: str) -> list[str]:
@@ -243,7 +245,14 @@ class Grounds:
     a grounded parameter only these values, and a plan made elsewhere (`ember.planner.openai`)
     is checked against them."""
 
-    def __init__(self, catalogue: Sequence[ToolDescriptor], request: str, today: date) -> None:
+    def __init__(
+        self,
+        catalogue: Sequence[ToolDescriptor],
+        request: str,
+        today: date,
+        *,
+        spoken: bool = True,
+    ) -> None:
         self.tools = {tool.tool_name: tool for tool in catalogue}
         self.request = request
         self.dates = calendar_dates(today)
@@ -253,7 +262,7 @@ class Grounds:
         self.codes = list(dict.fromkeys(CODE.findall(without_emails)))
         self.integers = integers(request)
         self.paths = PATH.findall(without_emails)
-        self.stated = stated_numbers(request)
+        self.stated = stated_numbers(request, spoken=spoken)
         self.sources = {
             (tool.tool_name, name): source
             for tool in catalogue
@@ -270,18 +279,22 @@ class Grounds:
             for path in field_paths(self.tools[step.tool].returns, schema)
         ]
 
-    def never_stated(self, schema: dict[str, Any]) -> bool:
+    def never_stated(self, schema: dict[str, Any], off: frozenset[str] = frozenset()) -> bool:
         """Whether no value of `schema` can be one the request states: a number where it states
         none, a choice none of whose values it says (an optional one is then not offered)."""
+        if "schema" in off:
+            return False
         if "enum" in schema:
             return all(self.unstated(schema, value) for value in schema["enum"])
         return schema.get("type") in ("integer", "number") and not self.stated
 
-    def unstated(self, schema: dict[str, Any], value: Any) -> bool:
+    def unstated(
+        self, schema: dict[str, Any], value: Any, off: frozenset[str] = frozenset()
+    ) -> bool:
         """A literal number, or one of an enum's values, that the request does not state:
         options the model adds from habit ("max_words": 50, "rotation": "primary")."""
         if isinstance(value, str) and "enum" in schema:
-            return not states(self.request, value)
+            return "schema" not in off and not states(self.request, value)
         if isinstance(value, bool) or not isinstance(value, int | float):
             return False
         return value not in self.stated

@@ -204,10 +204,12 @@ def _shots(examples: Sequence[tuple[str, str, list[dict[str, Any]]]]) -> str:
     return "\n\n".join(shots)
 
 
-def user_text(request: str, today: date) -> str:
-    """The user message: today's date and the request, its relative dates and its numbers in
-    words or with units written out ("tomorrow (2026-03-03)", "two hours (120 minutes)")."""
-    request = annotate_numbers(annotate_dates(request.strip(), today))
+def user_text(request: str, today: date, *, numbers: bool = True) -> str:
+    """The user message: today's date and the request, its relative dates and (`numbers`) its
+    numbers in words or with units written out ("tomorrow (2026-03-03)", "two hours (120
+    minutes)")."""
+    request = annotate_dates(request.strip(), today)
+    request = annotate_numbers(request) if numbers else request
     return f"Today: {today.isoformat()} ({today.strftime('%A')}). Request: {request}"
 
 
@@ -240,9 +242,10 @@ def build_dated(today: date) -> str:
     return f"\n\n{calendar_text(today)}<|im_end|>\n<|im_start|>user\n"
 
 
-def build_request(request: str, today: date) -> str:
+def build_request(request: str, today: date, *, numbers: bool = True) -> str:
     """The part of the prompt after the dated part: the request, then the assistant's opening."""
-    return f"{user_text(request, today)}<|im_end|>\n<|im_start|>assistant\nPlan:\n"
+    user = user_text(request, today, numbers=numbers)
+    return f"{user}<|im_end|>\n<|im_start|>assistant\nPlan:\n"
 
 
 def plan_schema(catalogue: Sequence[ToolDescriptor], *, max_steps: int = 12) -> dict[str, Any]:
