@@ -732,7 +732,7 @@ def run_layers(
         chosen = LlamaPlanner(model)
         requests = [travel_request(city, email) for city, email in TRAVEL_VARIANTS]
     series: dict[str, Samples] = {
-        k: [] for k in ("l1_ttft", "l1_plan", "l2_overhead", "l3_persist", "l4_e2e")
+        k: [] for k in ("l1_ttft", "first_call", "l1_plan", "l2_overhead", "l3_persist", "l4_e2e")
     }
     if typed:
         series["keystroke_prefill"] = []
@@ -755,9 +755,12 @@ def run_layers(
                 request = requests[index % len(requests)]
                 if typed:
                     type_in(request)
+                submitted = time.time()
                 result = await runtime.run(request, today=today)
                 for key in ("l1_ttft", "l1_plan", "l2_overhead", "l3_persist", "l4_e2e"):
                     series[key].append(result.latency_ms[key] / 1000)
+                # the first tool call dispatched, from submit: what streaming the plan buys
+                series["first_call"].append((result.first_dispatch or time.time()) - submitted)
 
         try:
             asyncio.run(main())
