@@ -54,7 +54,7 @@ done
 Rules:
 - Use only the tools below, with their argument names. Dates are YYYY-MM-DD, computed from today.
 - One call for every action the request asks for: two cities, two customers or two conversions \
-are two calls. Only what it asks for: to find or check something is not to book, send or save it.
+are two calls.
 - A call that needs an earlier call's result refers to it: $N.field is step N's field (list \
 items by index: $1.hotels.0.hotel_id); inside a text write {$N.field}.
 - Write " after N" at the end of a call that must wait for step N but uses none of its results.
@@ -121,23 +121,6 @@ _EXAMPLES = [
                 "tool": "write_file",
                 "args": {"path": "/srv/notes/q1-summary.txt", "content": "$2.summary"},
             },
-        ],
-    ),
-    (
-        "2026-01-12",
-        "Which hotels in Rome cost less than 150 a night for 3 nights from January 20? "
-        "Just looking.",
-        [
-            {
-                "id": 1,
-                "tool": "search_hotels",
-                "args": {
-                    "city": "Rome",
-                    "check_in": "2026-01-20",
-                    "nights": 3,
-                    "max_price_per_night": 150,
-                },
-            }
         ],
     ),
     ("2026-01-12", "Order a pizza to my office.", []),
