@@ -616,3 +616,11 @@ def test_after_each_step_the_wish_to_go_on_over_done_is_measured() -> None:
     decoder.decode(f"Request: Oslo{PLAN}", on_step=lambda _: None)
     assert len(decoder.end_margins) == 1
     assert decoder.end_margins[0] < 0  # it wanted `done`
+
+
+def test_a_field_of_a_richer_result_is_not_taken_for_an_id() -> None:
+    steps = plan(
+        "Extract /inbox/inv-7.pdf and email the vendor to ap@example.com",
+        '1. extract_invoice(path="/inbox/inv-7.pdf")\n2. lookup_customer(customer_id=$1.vendor)\n',
+    )
+    assert all(step.tool != "lookup_customer" for step in steps)

@@ -346,10 +346,15 @@ class Grounds:
                 literals = self.codes + [str(n) for n in self.integers if n >= 100]
             named = [ref for ref in found if ref.rsplit(".", 1)[-1] in (name, "id")]
             if not named and not literals and source is None:
-                # An id held as the one plain text of a result nothing uses yet ("the file
+                # An id held by a result that is one plain text, nothing uses yet ("the file
                 # holds nothing but a customer id"): that text may be the id.
-                texts = [(step, text_paths(self.tools[step.tool].returns)) for step in fresh]
-                named = [f"{step.id}{paths[0]}" for step, paths in texts if len(paths) == 1]
+                returns = [self.tools[step.tool].returns or {} for step in fresh]
+                named = [
+                    f"{step.id}{paths[0]}"
+                    for step, schema in zip(fresh, returns, strict=True)
+                    if len(schema.get("properties", {})) == 1
+                    and len(paths := text_paths(schema)) == 1
+                ]
         return [json.dumps(value, ensure_ascii=False) for value in literals] + [
             f"${ref}" for ref in named or (found if source else [])
         ]
