@@ -597,7 +597,7 @@ def test_a_tool_that_needs_one_of_its_optional_values_waits_for_one() -> None:
         '1. get_weather(city="Oslo", date="2026-03-05")\n2. lookup_customer(email=$1.email)\n',
     )
     assert steps[0].tool == "get_weather"
-    assert all(step.tool != "lookup_customer" for step in steps)
+    assert all(step.args.get("customer_id") != "$1.vendor" for step in steps)
 
 
 def test_a_date_is_one_the_request_names_when_it_names_any() -> None:
@@ -623,4 +623,4 @@ def test_a_field_of_a_richer_result_is_not_taken_for_an_id() -> None:
         "Extract /inbox/inv-7.pdf and email the vendor to ap@example.com",
         '1. extract_invoice(path="/inbox/inv-7.pdf")\n2. lookup_customer(customer_id=$1.vendor)\n',
     )
-    assert all(step.tool != "lookup_customer" for step in steps)
+    assert all(step.args.get("customer_id") != "$1.vendor" for step in steps)
