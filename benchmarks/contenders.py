@@ -710,7 +710,12 @@ def travel_request(city: str, email: str) -> str:
 
 
 def run_layers(
-    n: int, *, planner: str = "scripted", model: str | None = None, typed: bool = False
+    n: int,
+    *,
+    planner: str = "scripted",
+    model: str | None = None,
+    typed: bool = False,
+    shapes: bool = False,
 ) -> dict[str, Samples]:
     """The travel example end to end on the demo tools and a real SQLite journal, in one
     process (for `llama`: the embedded model, its prompt prefix warm): each run's L1-L4.
@@ -729,7 +734,9 @@ def run_layers(
     if planner == "llama":
         from ember.planner.llama import LlamaPlanner
 
-        chosen = LlamaPlanner(model)
+        # each variant has the travel example's shape: with `shapes`, the warm-up plan serves
+        # them all (no model pass); without, every run is planned by the model
+        chosen = LlamaPlanner(model, shapes=shapes)
         requests = [travel_request(city, email) for city, email in TRAVEL_VARIANTS]
     series: dict[str, Samples] = {
         k: [] for k in ("l1_ttft", "first_call", "l1_plan", "l2_overhead", "l3_persist", "l4_e2e")

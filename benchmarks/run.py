@@ -224,6 +224,13 @@ SUITES: dict[str, list[Row]] = {
         ),
         Row("travel.llama", "run_layers", None, 5, {"planner": "llama", "_warmup": False}),
         Row(
+            "travel.llama.shape_known",
+            "run_layers",
+            None,
+            5,
+            {"planner": "llama", "shapes": True, "_warmup": False},
+        ),
+        Row(
             "travel.llama.typed_ahead",
             "run_layers",
             None,
