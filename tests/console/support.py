@@ -7,9 +7,9 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import httpx
 
@@ -89,3 +89,65 @@ def problem(answer: httpx.Response) -> dict[str, Any]:
     assert body["what_to_do"]
     assert "Traceback" not in json.dumps(body)
     return dict(body)
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextlib.contextmanager
+def serve_child(
+    tmp_path: Path, env: dict[str, str], *, auth: bool = True, server_toml: str = ""
+) -> Iterator[str]:
+    """A real `ember serve` child on loopback with the console's tools and script; yields its
+    base URL, stops it with SIGTERM."""
+    import signal
+    import subprocess
+    import sys
+
+    config = tmp_path / "ember.toml"
+    config.write_text(f'[[tools]]\nmodule = "{TOOLS}"\n\n[server]\n{server_toml}\n')
+    port = free_port()
+    command = [
+        sys.executable, "-m", "ember.cli", "--config", str(config), "serve",
+        "--planner", "scripted", "--script", str(SCRIPT), "--port", str(port),
+    ]  # fmt: skip
+    if not auth:
+        command.append("--no-auth")
+    with subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True) as server:
+        try:
+            assert server.stderr is not None
+            line = server.stderr.readline()
+            while "listening on" not in line:
+                assert line, "ember serve stopped before listening"
+                line = server.stderr.readline()
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            server.send_signal(signal.SIGTERM)
+            server.wait(timeout=30)
+
+
+class SseMessage(NamedTuple):
+    id: str
+    event: str
+    data: dict[str, Any]
+
+
+async def sse_messages(lines: AsyncIterator[str]) -> AsyncIterator[SseMessage]:
+    """Server-Sent Events from a response's lines (comments and `retry` skipped)."""
+    fields: dict[str, str] = {}
+    async for line in lines:
+        if not line:
+            if "data" in fields:
+                data = json.loads(fields["data"])
+                yield SseMessage(fields.get("id", ""), fields.get("event", "message"), data)
+            fields = {}
+            continue
+        if line.startswith(":"):
+            continue
+        name, _, value = line.partition(":")
+        fields[name] = value.removeprefix(" ")

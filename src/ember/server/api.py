@@ -202,10 +202,11 @@ class Console:
         """The run's journal events as Server-Sent Events, from `Last-Event-ID` on."""
         from starlette.responses import StreamingResponse
 
-        run_id, _ = self.visible_run(request)
+        run_id, state = self.visible_run(request)
         header = request.headers.get("last-event-id") or request.query_params.get("after")
         after = parse_last_event_id(header)
-        body = stream(self.hub, self.runtime.journal, run_id, after)
+        finished = state.status in _FINAL
+        body = stream(self.hub, self.runtime.journal, run_id, after, finished=finished)
         headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
         return StreamingResponse(body, media_type="text/event-stream", headers=headers)
 

@@ -108,9 +108,11 @@ async def stream(
     run_id: str,
     after: tuple[int, int],
     *,
+    finished: bool = False,
     keepalive_s: float = 15.0,
 ) -> AsyncIterator[bytes]:
-    """The SSE body: the run's events after `after`, replayed then followed, until run.done."""
+    """The SSE body: the run's events after `after`, replayed then followed, until run.done
+    (`finished`: the run is over, so the replay is all there is)."""
     with hub.follow(run_id) as follower:  # subscribed before the replay: nothing falls between
         yield b"retry: 1000\n\n"
         last = after
@@ -123,6 +125,8 @@ async def stream(
             yield frame(recorded)
             if isinstance(recorded.event, RunDone):
                 return
+        if finished:
+            return
         while True:
             try:
                 live = await asyncio.wait_for(follower.queue.get(), keepalive_s)
