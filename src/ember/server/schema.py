@@ -268,6 +268,8 @@ def _operation(endpoint: Endpoint, by_type: dict[Any, Any]) -> dict[str, Any]:
     errors = {} if endpoint.public else dict(_COMMON_ERRORS)
     if endpoint.body is not None:
         errors |= {400: _WHY[400], 422: _WHY[422]}
+    if any(p.where in ("query", "header") for p in endpoint.params):
+        errors |= {400: "a query parameter or header is malformed"}
     for status, answer in sorted({**errors, **endpoint.responses}.items()):
         operation["responses"][str(status)] = _response(status, answer, by_type)
     if endpoint.deprecated:
