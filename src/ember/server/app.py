@@ -360,6 +360,9 @@ def serve(
             f"cannot listen on {host}:{port}: {reason}: choose another --port"
         ) from None
     app = create_app(settings, ready=ready, auth=auth)
-    config: Any = uvicorn.Config(app, log_level="warning", lifespan="on")
+    # Event streams of runs that wait for a person stay open: a stop waits for them 5 s at most.
+    config: Any = uvicorn.Config(
+        app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5
+    )
     with listener:
         uvicorn.Server(config).run(sockets=[listener])
