@@ -12,8 +12,8 @@ or POST /runs, which waits too and which ember served before the console (`legac
 with an older checkout's PYTHONPATH for the baseline).
 Submit-to-done is from sending the POST to receiving run.done (or the answer). After the load,
 every stream is compared with the run's journal (GET /v1/runs/ID): any event missing, extra,
-repeated or out of order is counted. Prints throughput, p50/p99 submit-to-done, and the counts.
-The server and the clients share this machine's cores.
+repeated or out of order is counted. Prints throughput, p50/p99 submit-to-done, the server's
+CPU time a run, and the counts. The server and the clients share this machine's cores.
 """
 
 from __future__ import annotations
@@ -123,6 +123,12 @@ async def _client(
             results.append({"run_id": run_id, "ms": _ms(sent), "status": status, "events": events})
 
 
+def _cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) process `pid` has used (Linux: /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _ms(since: float) -> float:
     return (time.perf_counter() - since) * 1000
 
@@ -159,7 +165,9 @@ def measure(runs: int, clients: int, mode: str) -> dict[str, Any]:
                 await asyncio.gather(*(_client(base, token, n, mode, results) for n in shares))
                 return time.perf_counter() - started
 
+            before = _cpu_s(server.pid)
             wall = asyncio.run(load())
+            server_cpu = _cpu_s(server.pid) - before
             counts = asyncio.run(_check(base, token, results))
         finally:
             server.send_signal(signal.SIGTERM)
@@ -173,6 +181,7 @@ def measure(runs: int, clients: int, mode: str) -> dict[str, Any]:
         "runs_per_s": round(len(results) / wall, 1),
         "p50_ms": round(statistics.median(latencies), 1),
         "p99_ms": round(latencies[int(0.99 * (len(latencies) - 1))], 1),
+        "server_cpu_ms_per_run": round(server_cpu * 1000 / len(results), 2),
         "events_streamed": sum(len(r.get("events", [])) for r in results),
         **counts,
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",

@@ -114,30 +114,40 @@ async def stream(
     """The SSE body: the run's events after `after`, replayed then followed, until run.done
     (`finished`: the run is over, so the replay is all there is)."""
     with hub.follow(run_id) as follower:  # subscribed before the replay: nothing falls between
-        yield b"retry: 1000\n\n"
-        last = after
         try:
             replay = journal.read_after(run_id, after)
         except RunNotFoundError:
             replay = []  # started but nothing durable yet: it all comes through the hub
-        for recorded in replay:
-            last = recorded.position
-            yield frame(recorded)
-            if isinstance(recorded.event, RunDone):
-                return
-        if finished:
+        sent, last, over = _frames(replay, after)
+        yield b"retry: 1000\n\n" + sent  # one write for the whole replay
+        if over or finished:
             return
         while True:
             try:
-                live = await asyncio.wait_for(follower.queue.get(), keepalive_s)
+                first = await asyncio.wait_for(follower.queue.get(), keepalive_s)
             except TimeoutError:
                 yield b": keep-alive\n\n"
                 continue
-            if live is None:
-                return  # behind: the client reconnects from its Last-Event-ID
-            if live.position <= last:
-                continue  # in the replay already
-            last = live.position
-            yield frame(live)
-            if isinstance(live.event, RunDone):
-                return
+            batch = [first]
+            while not follower.queue.empty():  # what one commit brought: one write
+                batch.append(follower.queue.get_nowait())
+            live = [item for item in batch if item is not None]
+            sent, last, over = _frames(live, last)
+            if sent:
+                yield sent
+            if over or len(live) < len(batch):
+                return  # done, or behind: the client reconnects from its Last-Event-ID
+
+
+def _frames(recorded: list[Recorded], last: tuple[int, int]) -> tuple[bytes, tuple[int, int], bool]:
+    """The frames of the events past `last`, up to run.done; the new last position; whether
+    run.done was among them."""
+    frames = []
+    for one in recorded:
+        if one.position <= last:
+            continue  # in the replay already
+        last = one.position
+        frames.append(frame(one))
+        if isinstance(one.event, RunDone):
+            return b"".join(frames), last, True
+    return b"".join(frames), last, False
