@@ -259,3 +259,42 @@ def test_the_openapi_document_describes_every_route(tmp_path: Path) -> None:
     schemas = described["components"]["schemas"]
     assert {"RunRequest", "RunAccepted", "Problem", "RunDocument", "RunPage"} <= set(schemas)
     assert schemas["RunRequest"]["required"] == ["task"]
+
+
+def test_an_internal_error_is_a_500_problem_without_a_trace(tmp_path: Path) -> None:
+    """A journal record damaged outside ember: reading its run fails inside the server; the
+    client gets a JSON problem, never the trace (that goes to the server's log)."""
+    import sqlite3
+
+    import httpx
+
+    from ember.server import create_app
+
+    settings = console_settings(tmp_path)
+    auth = bearer(make_token(settings, "ann"))
+
+    async def start() -> str:
+        async with client_of(settings) as client:
+            answer = await client.post("/v1/runs?wait=true", json={"task": "quick"}, headers=auth)
+            return str(answer.json()["run_id"])
+
+    run_id = asyncio.run(start())
+    with sqlite3.connect(settings.db) as db:
+        db.execute(  # a step's record: the run is still listed (its start and end are whole)
+            "UPDATE events SET body = CAST('{}' AS BLOB) WHERE run_id = ? AND kind NOT IN "
+            "('run.started', 'run.done')",
+            (run_id,),
+        )
+
+    async def read() -> httpx.Response:
+        app = create_app(settings)
+        async with app.router.lifespan_context(app):
+            transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+            async with httpx.AsyncClient(transport=transport, base_url="http://e") as client:
+                return await client.get(f"/v1/runs/{run_id}", headers=auth)
+
+    answer = asyncio.run(read())
+    assert answer.status_code == 500
+    body = problem(answer)
+    assert "internal error" in body["error"]
+    assert "CorruptRecordError" not in answer.text

@@ -117,9 +117,10 @@ class Console:
                 return reference, RunState(reference, principal=owner)
         try:
             run_id = journal.find_run(reference)
-            state = fold(run_id, journal.read(run_id))
         except (RunNotFoundError, JournalError):  # unknown, or an ambiguous prefix
             state = None
+        else:  # a damaged record is an internal error (500), not an unknown run
+            state = fold(run_id, journal.read(run_id))
         if state is None or not self.sees(principal, state):
             raise ApiError(
                 404,
