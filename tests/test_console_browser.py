@@ -133,3 +133,24 @@ def test_a_step_is_approved_in_the_inbox(
         page.get_by_role("link", name="Audit").click()
         expect(page.get_by_text("Chain verified")).to_be_visible()
         _shot(page, "audit")
+
+
+def test_the_console_asks_for_a_token_then_uses_it(
+    page: Page, tmp_path: Path, ember_env: dict[str, str]
+) -> None:
+    from .conftest import ember
+
+    token = ember(ember_env, "tokens", "create", "ann").stdout.strip()
+    with serve_child(tmp_path, ember_env) as base:
+        page.goto(base + "/#/tools")
+        expect(page.get_by_role("status").first).to_contain_text("needs a token")
+        page.get_by_label("Token").fill(token)
+        page.get_by_role("button", name="Use").click()
+        expect(page.locator("tbody")).to_contain_text("slow_step")
+        expect(page.get_by_label("Token")).to_be_hidden()
+        page.get_by_role("link", name="Run a task").click()
+        box = page.get_by_label("Task, in plain words")
+        box.fill("quick")
+        box.press("Enter")
+        expect(page.get_by_role("status").filter(has_text="succeeded")).to_be_visible()
+        expect(page.get_by_role("status").filter(has_text="by ann")).to_be_visible()

@@ -16,7 +16,12 @@ export async function api(path, { method = "GET", body } = {}) {
   const init = { method, headers: headers(body ? { "Content-Type": "application/json" } : {}) };
   if (body !== undefined) init.body = JSON.stringify(body);
   const res = await fetch(path, init);
-  if (res.status === 401) askToken();
+  if (res.status === 401) {
+    askToken();
+    const err = new Error(TOKEN_NEEDED);
+    err.status = 401;
+    throw err;
+  }
   if (res.status === 204) return null;
   const data = await res.json();
   if (!res.ok) {
@@ -43,9 +48,11 @@ export function el(tag, attrs = {}, ...children) {
 
 export function when(epoch) { return new Date(epoch * 1000).toLocaleString(); }
 
+const TOKEN_NEEDED = "This server needs a token: paste one from `ember tokens create NAME`.";
+
 function askToken() {
   tokenForm.hidden = false;
-  say("This server needs a token: paste one from `ember tokens create NAME`.");
+  document.getElementById("token").focus();
 }
 
 tokenForm.addEventListener("submit", (event) => {
