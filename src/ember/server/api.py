@@ -213,8 +213,8 @@ class Console:
 
     async def cancel(self, request: Request) -> Response:
         """Cancel a run this server is executing: each step's final state is recorded."""
-        principal = self.allow(request, "start_run")
         run_id, state = self.visible_run(request, "start_run")
+        principal = str(request.state.principal)
         if not self.local and (state.principal or "") not in (principal, ""):
             raise ApiError(403, "only who started a run may cancel it", "ask them to")
         if await self.tasks.cancel(run_id):
