@@ -118,3 +118,12 @@ def test_doctor_says_which_extras_are_missing(installed: Path, tmp_path: Path) -
     assert {row["extra"]: row["installed"] for row in report["extras"]}["server"] is False
     assert all("not installed" in row["state"] for row in report["models"])
     assert report["data"][0]["path"] == str(tmp_path / "ember.db")
+
+
+def test_the_console_pages_are_in_the_wheel(installed: Path) -> None:
+    import zipfile
+
+    (wheel,) = installed.parents[2].glob("ember_agent-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for page in ("index.html", "app.js", "run.js", "style.css"):
+        assert f"ember/server/static/{page}" in names

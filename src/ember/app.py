@@ -33,7 +33,7 @@ from ember.extras import require
 
 if TYPE_CHECKING:
     from ember.executor import Runtime
-    from ember.journal import Event, SQLiteJournal
+    from ember.journal import Recorded, SQLiteJournal
     from ember.planner import Planner
     from ember.policy.control import ControlPlane
     from ember.telemetry.export import RunExporters
@@ -193,11 +193,12 @@ def build_planner(
 async def open_runtime(
     settings: Settings,
     *,
-    observer: Callable[[Event], None] | None = None,
+    observer: Callable[[Recorded], None] | None = None,
     say: Callable[[str], None] | None = None,
 ) -> AsyncIterator[Runtime]:
     """A `Runtime` over the settings' journal, tools, planner and control plane, all closed
-    on exit. `observer` sees each journal event once it is durable (progress, exporters).
+    on exit. `observer` sees each journal event once it is durable, with its position in the
+    journal (progress, exporters, the server's event streams).
     The audit log's head is signed every `CHECKPOINT_EVERY_S` and at exit."""
     from ember.executor import Runtime
     from ember.journal.observed import ObservedJournal

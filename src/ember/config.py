@@ -33,6 +33,13 @@ allow = ["api.example.com", "127.0.0.1:8080"]
 databases = { sales = "sqlite:data/sales.db", crm = "postgresql://127.0.0.1/crm" }
 [packs.plc]
 host = "10.0.0.20"
+
+[server]                                        # `ember serve`'s limits (these are the defaults)
+max_body_bytes = 65536                          # a larger request body: 413
+max_task_chars = 4000                           # a longer task: 422
+rate_per_s = 50.0                               # requests a second per token (429 past it),
+rate_burst = 100                                #   with bursts of this many
+max_concurrent_runs = 32                        # runs at once; one more: 429 + Retry-After
 ```
 
 Every field of every pack is described in docs/tool-packs.md.
@@ -43,7 +50,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
 import msgspec
@@ -61,6 +68,7 @@ __all__ = [
     "Packs",
     "PlannerSettings",
     "PlcPack",
+    "ServerSettings",
     "Settings",
     "SqlPack",
     "ToolSource",
@@ -222,11 +230,30 @@ class Packs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         return [name for name in self.__struct_fields__ if getattr(self, name) is not None]
 
 
+_Positive = Annotated[int, msgspec.Meta(gt=0)]
+
+
+class ServerSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """`[server]`: the limits of `ember serve`. A request body over `max_body_bytes` is refused
+    (413) before it is read whole; a task over `max_task_chars` characters (422). Each token
+    (principal) may make `rate_per_s` requests a second, in bursts of up to `rate_burst` (429
+    with Retry-After past it). At most `max_concurrent_runs` runs go on at once in the server
+    (429 with Retry-After: `retry_after_s`, when full)."""
+
+    max_body_bytes: _Positive = 65_536
+    max_task_chars: _Positive = 4_000
+    rate_per_s: Annotated[float, msgspec.Meta(gt=0)] = 50.0
+    rate_burst: _Positive = 100
+    max_concurrent_runs: _Positive = 32
+    retry_after_s: _Positive = 1
+
+
 class _File(msgspec.Struct, forbid_unknown_fields=True):
     demo_tools: bool = True
     tools: list[ToolSource] = []
     packs: Packs = Packs()
     egress: list[str] | None = None
+    server: ServerSettings = ServerSettings()
 
 
 PlannerBackend = Literal["llama", "scripted", "openai"]
@@ -259,7 +286,8 @@ class Settings(msgspec.Struct, frozen=True):
     made absolute from the file's folder). `planner`: see
     `PlannerSettings`. `otlp_endpoint`: where `ember serve` sends spans (default
     `OTEL_EXPORTER_OTLP_ENDPOINT`, else none). `egress`: where data may go (None: anywhere).
-    `audit_key`: the audit log's signing key (`EMBER_AUDIT_KEY`, else `<db>.audit-key`)."""
+    `audit_key`: the audit log's signing key (`EMBER_AUDIT_KEY`, else `<db>.audit-key`).
+    `server`: `ember serve`'s limits (`[server]`)."""
 
     db: Path
     demo_dir: Path
@@ -270,6 +298,7 @@ class Settings(msgspec.Struct, frozen=True):
     otlp_endpoint: str | None = None
     egress: tuple[str, ...] | None = None
     audit_key: Path | None = None
+    server: ServerSettings = ServerSettings()
 
     @property
     def signing_key(self) -> Path:
@@ -301,6 +330,7 @@ class Settings(msgspec.Struct, frozen=True):
             otlp_endpoint=otlp_endpoint or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"),
             egress=tuple(parsed.egress) if parsed.egress is not None else None,
             audit_key=Path(key).expanduser() if key else None,
+            server=parsed.server,
         )
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ember.errors import JournalError, RunNotFoundError
-from ember.journal import Event, RunSummary, fold
+from ember.journal import START, CommitListener, Event, Recorded, RunStatus, RunSummary, fold
 from ember.planner.scripted import ScriptedPlanner
 from ember.tools.transport import ToolResult
 
@@ -33,28 +33,60 @@ class MockTransport:
 
 
 class MemoryJournal:
-    """Keeps events in a list (`events`, in append order), indexed by run for `read`."""
+    """Keeps events in a list (`events`, in append order), indexed by run for `read`. Each
+    event is a row of its own: its position is (its number from 1, 0)."""
 
     def __init__(self) -> None:
         self.events: list[Event] = []
-        self._by_run: dict[str, list[Event]] = {}
+        self._by_run: dict[str, list[Recorded]] = {}
+        self._listeners: list[CommitListener] = []
 
     async def append(self, event: Event) -> None:
         self.append_soon(event)
 
     def append_soon(self, event: Event) -> None:
         self.events.append(event)
-        self._by_run.setdefault(event.run_id, []).append(event)
+        recorded = Recorded(len(self.events), 0, event)
+        self._by_run.setdefault(event.run_id, []).append(recorded)
+        for listener in self._listeners:
+            listener([recorded])
+
+    def watch(self, listener: CommitListener) -> None:
+        self._listeners.append(listener)
 
     def read(self, run_id: str) -> list[Event]:
+        return [recorded.event for recorded in self.read_after(run_id)]
+
+    def read_after(self, run_id: str, after: tuple[int, int] = START) -> list[Recorded]:
         if run_id not in self._by_run:
             raise RunNotFoundError(run_id)
-        return list(self._by_run[run_id])
+        return [r for r in self._by_run[run_id] if r.position > after]
 
-    def runs(self, limit: int = 20) -> list[RunSummary]:
-        newest = list(self._by_run)[::-1][:limit]
-        states = [fold(run_id, self._by_run[run_id]) for run_id in newest]
-        return [RunSummary(s.run_id, s.task, s.started_at, s.status, s.principal) for s in states]
+    def runs(
+        self,
+        limit: int = 20,
+        *,
+        before: int | None = None,
+        status: RunStatus | None = None,
+        principal: str | None = None,
+        since: float | None = None,
+    ) -> list[RunSummary]:
+        found = []
+        for run_id in reversed(self._by_run):
+            seq = self._by_run[run_id][0].seq
+            state = fold(run_id, self.read(run_id))
+            if (
+                (before is None or seq < before)
+                and (status is None or state.status is status)
+                and (principal is None or state.principal == principal)
+                and (since is None or state.started_at >= since)
+            ):
+                found.append(
+                    RunSummary(
+                        run_id, state.task, state.started_at, state.status, state.principal, seq
+                    )
+                )
+        return found[:limit]
 
     def find_run(self, prefix: str) -> str:
         found = [run_id for run_id in self._by_run if run_id.startswith(prefix)][:2]

@@ -114,9 +114,11 @@ def _add_run_command(commands: Any) -> None:
 def _add_serve_command(commands: Any) -> None:
     serve = commands.add_parser(
         "serve",
-        help="run tasks over HTTP; export L1-L4 as Prometheus metrics and OTLP spans",
-        description='POST /runs {"task": ...} runs a task; GET /runs, /runs/ID, /metrics '
-        "(Prometheus), /health. See docs/architecture.md.",
+        help="the console: runs over HTTP, their events live, a web UI; L1-L4 as metrics",
+        description='POST /v1/runs {"task": ...} starts a run; GET /v1/runs/ID/events follows '
+        "it (Server-Sent Events); the web console is at /, the API's OpenAPI document at "
+        "/openapi.json; /metrics (Prometheus), /health. Limits: the [server] table of "
+        "ember.toml. See docs/architecture.md.",
     )
     serve.add_argument("--host", default="127.0.0.1", help="address (default: 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8321, help="port (default: 8321)")

@@ -15,7 +15,7 @@ from ember.config import PlannerSettings, Settings
 
 if TYPE_CHECKING:
     from ember.executor import RunResult
-    from ember.journal import Event
+    from ember.journal import Recorded
     from ember.policy.control import ControlPlane
     from ember.tools.registry import RegisteredTool
 
@@ -257,7 +257,7 @@ class _Progress:
     def __init__(self) -> None:
         self.tools: dict[int, str] = {}
 
-    def show(self, event: Event) -> None:
+    def show(self, recorded: Recorded) -> None:
         from ember.journal import (
             PlanStep,
             StepDenied,
@@ -268,7 +268,7 @@ class _Progress:
         )
 
         line = None
-        match event:
+        match recorded.event:
             case PlanStep(step=step):
                 self.tools[step.id] = step.tool
                 after = f" after {step.after}" if step.after else ""

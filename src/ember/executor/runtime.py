@@ -34,7 +34,7 @@ from ember.journal import (
     fold,
 )
 from ember.plan import renumber
-from ember.planner.base import FirstToken, PlanEvent, Planner, PlanningTask
+from ember.planner.base import FirstToken, PlanEvent, Planner, PlanningTask, Prefills
 from ember.policy.control import ControlPlane
 from ember.telemetry.latency import LatencyRecorder
 from ember.tools.registry import ToolRegistry
@@ -137,6 +137,21 @@ class Runtime:
         if self.planner is not None:
             task = PlanningTask("", today or date.today(), tuple(self.registry.descriptors()))
             await asyncio.to_thread(self.planner.warm, task)
+
+    @property
+    def can_prefill(self) -> bool:
+        """Whether the planner reads requests while they are typed (`prefill`)."""
+        return isinstance(self.planner, Prefills)
+
+    async def prefill(self, session_id: str, text: str, today: date | None = None) -> int:
+        """Let the planner read `text`, a request still being typed in `session_id`, in a
+        worker thread; returns the tokens it read. `UserError` if the planner cannot."""
+        planner = self.planner
+        if not isinstance(planner, Prefills):
+            name = planner.name if planner is not None else "no"
+            raise UserError(f"the {name} planner cannot read a request while it is typed")
+        task = PlanningTask(text, today or date.today(), tuple(self.registry.descriptors()))
+        return await asyncio.to_thread(planner.prefill, session_id, task)
 
     def interrupted_runs(self, limit: int = 10_000) -> list[str]:
         """Runs still `running` in the journal whose process is gone (killed, crashed, powered

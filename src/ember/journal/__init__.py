@@ -5,11 +5,14 @@ from __future__ import annotations
 from typing import Protocol
 
 from ember.journal.events import (
+    START,
+    CommitListener,
     Decision,
     Event,
     PlanDone,
     PlanReplanned,
     PlanStep,
+    Recorded,
     RunDone,
     RunResumed,
     RunStarted,
@@ -36,6 +39,8 @@ from ember.journal.events import (
 from ember.journal.sqlite import Durability, SQLiteJournal, open_database
 
 __all__ = [
+    "START",
+    "CommitListener",
     "Decision",
     "Durability",
     "Event",
@@ -43,6 +48,7 @@ __all__ = [
     "PlanDone",
     "PlanReplanned",
     "PlanStep",
+    "Recorded",
     "RunDone",
     "RunResumed",
     "RunStarted",
@@ -71,7 +77,13 @@ __all__ = [
 
 
 class Journal(Protocol):
-    """Where a run's events go. `append` returns once the event is durable."""
+    """Where a run's events go. `append` returns once the event is durable.
+
+    Each durable event has a position (`Recorded`: the row's sequence number and the event's
+    place in the row), growing in commit order: `read_after` reads a run from a position on,
+    and `watch` hears of every commit as it becomes durable, with the positions it wrote, so a
+    reader that subscribes, then reads, then keeps what is past the last position it saw,
+    misses nothing and sees nothing twice (the server's event stream)."""
 
     async def append(self, event: Event) -> None:
         """Append one event; return when it is durable."""
@@ -85,8 +97,28 @@ class Journal(Protocol):
         """Every event of a run, in append order; `RunNotFoundError` if it has none."""
         ...
 
-    def runs(self, limit: int = 20) -> list[RunSummary]:
-        """The most recent runs, newest first."""
+    def read_after(self, run_id: str, after: tuple[int, int] = START) -> list[Recorded]:
+        """The events of a run after position `after` (`START`: all), with their positions;
+        `RunNotFoundError` if the run has no event."""
+        ...
+
+    def watch(self, listener: CommitListener) -> None:
+        """Call `listener` after each commit with the events it made durable and their
+        positions, in journal order (on the event loop that appended them; it must not block)."""
+        ...
+
+    def runs(
+        self,
+        limit: int = 20,
+        *,
+        before: int | None = None,
+        status: RunStatus | None = None,
+        principal: str | None = None,
+        since: float | None = None,
+    ) -> list[RunSummary]:
+        """The most recent runs, newest first: started before journal position `before` (a
+        `RunSummary.seq`: the next page), in `status`, started by `principal`, at or after
+        `since` (epoch seconds), when given."""
         ...
 
     def find_run(self, prefix: str) -> str:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
@@ -39,11 +40,14 @@ import msgspec
 from ember.plan import Step, canonical_args
 
 __all__ = [
+    "START",
+    "CommitListener",
     "Decision",
     "Event",
     "PlanDone",
     "PlanReplanned",
     "PlanStep",
+    "Recorded",
     "RunDone",
     "RunResumed",
     "RunStarted",
@@ -269,14 +273,38 @@ def idempotency_key(
     return f"{run_id}:{step_id}:{digest.hexdigest()[:32]}"
 
 
+class Recorded(msgspec.Struct, frozen=True):
+    """An event with its place in the journal: `seq`, the journal's sequence number of the row
+    that holds it (a commit writes one row a run, which may hold several of its events), and
+    `index`, its place among that row's events. Positions grow in commit order, so a reader
+    that remembers the last position it saw can ask for exactly what followed
+    (`Journal.read_after`)."""
+
+    seq: int
+    index: int
+    event: Event
+
+    @property
+    def position(self) -> tuple[int, int]:
+        return (self.seq, self.index)
+
+
+START: tuple[int, int] = (0, -1)  # the position before a run's first event
+
+# Hears of each commit: the events it made durable, with their positions, in journal order.
+CommitListener = Callable[[Sequence[Recorded]], None]
+
+
 class RunSummary(msgspec.Struct, frozen=True):
-    """One line of `ember runs`."""
+    """One line of `ember runs`. `seq`: where the run's start is in the journal (the cursor
+    for the page of older runs: `runs(before=seq)`)."""
 
     run_id: str
     task: str
     started_at: float
     status: RunStatus
     principal: str = ""
+    seq: int = 0
 
 
 class StepState(msgspec.Struct):

@@ -37,7 +37,10 @@ from typing import Literal
 from ember.errors import CorruptRecordError, JournalError, PolicyChangedError, RunNotFoundError
 from ember.journal.audit import guard_of
 from ember.journal.events import (
+    START,
+    CommitListener,
     Event,
+    Recorded,
     RunDone,
     RunResumed,
     RunStarted,
@@ -166,6 +169,14 @@ def _migrate(db: sqlite3.Connection, path: Path) -> None:
             raise
 
 
+def _written(rows: list[Row], stale: list[Queued]) -> list[list[Queued]]:
+    """The events of each row `insert_checked` wrote: a row less the events it left out, and
+    no row where nothing was left (as it writes them)."""
+    refused = {id(event) for event, _, _ in stale}
+    kept = [[q for q in row.events if id(q[0]) not in refused] for row in rows]
+    return [events for events in kept if events]
+
+
 def _statements(script: str) -> list[str]:
     """The statements of a migration script (a trigger's body keeps its semicolons)."""
     statements, current = [], ""
@@ -195,6 +206,12 @@ class SQLiteJournal:
         # The event loop on which a flush is scheduled (a chain whose steps run back to back
         # queues each outcome before a flush has run: one scheduled flush serves them all).
         self._flush_on: asyncio.AbstractEventLoop | None = None
+        self._listeners: list[CommitListener] = []
+
+    def watch(self, listener: CommitListener) -> None:
+        """Call `listener` after each commit with its events and their positions (it runs in
+        the commit's turn of the event loop: it must not block)."""
+        self._listeners.append(listener)
 
     async def append(self, event: Event) -> None:
         """Append `event`; returns once it is durable (see the module docstring)."""
@@ -253,7 +270,7 @@ class SQLiteJournal:
         if self.durability == "normal":
             self._solo = self._pending_run  # one run filled this commit: None if several
         try:
-            stale = self._commit(batch, self._pending_run)
+            stale, written, last = self._commit(batch, self._pending_run)
         except sqlite3.Error as exc:
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")
@@ -273,11 +290,29 @@ class SQLiteJournal:
         for _, _, maybe in batch:
             if maybe is not None and not maybe.done():
                 maybe.set_result(None)
+        if self._listeners and written:
+            self._report(written, last)
 
-    def _commit(self, batch: list[Queued], run_id: str | None) -> list[Queued]:
+    def _report(self, written: list[list[Queued]], last: int) -> None:
+        """Tell the listeners what a commit wrote: its rows took consecutive sequence numbers
+        ending at `last` (one statement or one write transaction: no other writer between)."""
+        first = last - len(written) + 1
+        recorded = [
+            Recorded(first + row, index, event)
+            for row, events in enumerate(written)
+            for index, (event, _, _) in enumerate(events)
+        ]
+        for listener in self._listeners:
+            listener(recorded)
+
+    def _commit(
+        self, batch: list[Queued], run_id: str | None
+    ) -> tuple[list[Queued], list[list[Queued]], int]:
         """One transaction: a row for each run in `batch` with that run's events (`run_id`:
         the one run whose events fill `batch`, else None). Returns the events it left out
-        because they were decided under a control-plane version that is no longer current."""
+        because they were decided under a control-plane version that is no longer current,
+        the events of each row written, and the last row's sequence number (0 when nobody
+        watches: it is not asked for)."""
         keys, stale = self._keys, []
         if run_id is not None:  # one run's events (a chain step: the common case, kept short)
             key = keys.get(run_id)
@@ -295,14 +330,20 @@ class SQLiteJournal:
             rows = [row for run, queued in runs.items() for row in split(run, queued, keys[run])]
         if all(row.decider is None for row in rows):
             self._insert([encoded(row.run_id, row.events, row.run_key) for row in rows])
+            written = [row.events for row in rows]
         else:
             stale = self._insert_decisions(rows)
+            written = _written(rows, stale)
+        last = self._last_seq() if self._listeners else 0
         if self._db.in_transaction:
             self._db.execute("COMMIT")
         for event, _, _ in batch:
             if type(event) is RunDone:
                 keys.pop(event.run_id, None)
-        return stale
+        return stale, written, last
+
+    def _last_seq(self) -> int:
+        return int(self._db.execute("SELECT last_insert_rowid()").fetchone()[0])
 
     def _insert(self, rows: list[tuple[object, ...]]) -> None:
         if len(rows) <= _ONE_STATEMENT:  # one statement: its own transaction, or the caller's
@@ -332,6 +373,23 @@ class SQLiteJournal:
         assert cursor.lastrowid is not None
         return cursor.lastrowid
 
+    def read_after(self, run_id: str, after: tuple[int, int] = START) -> list[Recorded]:
+        """The events of run `run_id` after position `after`, with their positions;
+        `RunNotFoundError` if it has none."""
+        key = self._db.execute("SELECT run_key FROM runs WHERE run_id=?", (run_id,)).fetchone()
+        if key is None:
+            raise RunNotFoundError(run_id)
+        rows = self._db.execute(
+            "SELECT seq, body, crc FROM events WHERE run_key=? AND seq>=? ORDER BY seq",
+            (key[0], after[0]),
+        ).fetchall()
+        return [
+            Recorded(seq, index, event)
+            for seq, body, crc in rows
+            for index, event in enumerate(self._decode(seq, body, crc))
+            if (seq, index) > after
+        ]
+
     def read(self, run_id: str) -> list[Event]:
         """Every event of run `run_id`, in append order; `RunNotFoundError` if there are none."""
         rows = self._db.execute(
@@ -355,37 +413,61 @@ class SQLiteJournal:
             raise RunNotFoundError(prefix)
         return str(rows[0][0])
 
-    def runs(self, limit: int = 20) -> list[RunSummary]:
-        """The most recent runs, newest first."""
-        started = self._db.execute(
-            "SELECT seq, body, crc, run_key FROM events WHERE kind='run.started' "
-            "ORDER BY seq DESC LIMIT ?",
-            (limit,),
-        ).fetchall()
-        summaries = []
-        for seq, body, crc, run_key in started:
-            event = self._decode(seq, body, crc)[0]
-            assert isinstance(event, RunStarted)
-            last = self._db.execute(  # the latest row holding a change of the run's state
-                "SELECT seq, body, crc FROM events WHERE run_key=? AND kind IN "
-                "('run.started', 'run.resumed', 'run.waiting', 'run.done') "
-                "ORDER BY seq DESC LIMIT 1",
-                (run_key,),
-            ).fetchone()
-            status = RunStatus.RUNNING
-            for latest in reversed(self._decode(*last)):
-                if isinstance(latest, RunDone):
-                    status = latest.status
+    def runs(
+        self,
+        limit: int = 20,
+        *,
+        before: int | None = None,
+        status: RunStatus | None = None,
+        principal: str | None = None,
+        since: float | None = None,
+    ) -> list[RunSummary]:
+        """The most recent runs, newest first; the filters as `Journal.runs` says. A start's
+        row carries its time (`at`), so `since` and `before` are decided by the index; the
+        principal and the status by reading the rows, a page at a time."""
+        summaries: list[RunSummary] = []
+        cursor = before if before is not None else 2**63 - 1
+        page = limit if status is None and principal is None else max(limit * 4, 64)
+        while len(summaries) < limit:
+            started = self._db.execute(
+                "SELECT seq, body, crc, run_key FROM events WHERE kind='run.started' "
+                "AND seq<? AND at>=? ORDER BY seq DESC LIMIT ?",
+                (cursor, since if since is not None else float("-inf"), page),
+            ).fetchall()
+            for seq, body, crc, run_key in started:
+                event = self._decode(seq, body, crc)[0]
+                assert isinstance(event, RunStarted)
+                if principal is not None and event.principal != principal:
+                    continue
+                current = self._status(run_key)
+                if status is not None and current is not status:
+                    continue
+                summaries.append(
+                    RunSummary(event.run_id, event.task, event.at, current, event.principal, seq)
+                )
+                if len(summaries) == limit:
                     break
-                if isinstance(latest, RunWaiting):
-                    status = RunStatus.WAITING
-                    break
-                if isinstance(latest, RunResumed):
-                    break
-            summaries.append(
-                RunSummary(event.run_id, event.task, event.at, status, event.principal)
-            )
+            if len(started) < page:
+                break
+            cursor = started[-1][0]
         return summaries
+
+    def _status(self, run_key: int) -> RunStatus:
+        """A run's status, from the latest row that holds a change of it."""
+        last = self._db.execute(
+            "SELECT seq, body, crc FROM events WHERE run_key=? AND kind IN "
+            "('run.started', 'run.resumed', 'run.waiting', 'run.done') "
+            "ORDER BY seq DESC LIMIT 1",
+            (run_key,),
+        ).fetchone()
+        for latest in reversed(self._decode(*last)):
+            if isinstance(latest, RunDone):
+                return latest.status
+            if isinstance(latest, RunWaiting):
+                return RunStatus.WAITING
+            if isinstance(latest, RunResumed):
+                break
+        return RunStatus.RUNNING
 
     def _decode(self, seq: int, body: bytes | str, crc: int) -> list[Event]:
         data = body if isinstance(body, bytes) else body.encode()  # edited outside ember

@@ -11,7 +11,7 @@ import msgspec
 from ember.plan import Step
 from ember.tools.descriptor import ToolDescriptor
 
-__all__ = ["FirstToken", "PlanEvent", "PlanStats", "Planner", "PlanningTask"]
+__all__ = ["FirstToken", "PlanEvent", "PlanStats", "Planner", "PlanningTask", "Prefills"]
 
 
 class PlanningTask(msgspec.Struct, frozen=True):
@@ -57,3 +57,14 @@ class PlanStats(Protocol):
     last_passes: int | None
     last_margin: float | None
     last_end_margins: list[float]
+
+
+@runtime_checkable
+class Prefills(Protocol):
+    """A planner that can read a request while it is still being typed (the embedded one), so
+    that at submit only its last tokens are left to read."""
+
+    def prefill(self, session_id: str, task: PlanningTask) -> int:
+        """Read `task.request` as typed so far for `session_id`; blocking (run it in a thread).
+        Returns how many tokens it read."""
+        ...

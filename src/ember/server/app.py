@@ -1,226 +1,221 @@
-"""The run server: an HTTP API over one `Runtime`, with Prometheus metrics and OTLP spans.
+"""The run server: the console's API over one `Runtime`, its web UI, metrics and OTLP spans.
 
 ```
-POST /runs            {"task": "...", "today": "YYYY-MM-DD"?}: runs it, answers `ember run --json`
-GET  /runs            recent runs, newest first (?limit=20)
-GET  /runs/{run_id}   one run (an id prefix is enough): its folded state and its events
-GET  /metrics         Prometheus text: ember_layer_seconds{layer}, ember_step_seconds{tool},
-                      ember_runs_total{status}
-GET  /health           (the only endpoint that needs no token)
+POST /v1/runs                     {"task", "today"?, "planner"?} -> 202 {run_id, events}
+                                  (?wait=true: 200 with the result, as `ember run --json`)
+GET  /v1/runs                     ?status=&principal=&since=&before=&limit=: a page, newest first
+GET  /v1/runs/{id}                the run's folded state and its events (an id prefix is enough)
+GET  /v1/runs/{id}/events         Server-Sent Events: replayed, then live (Last-Event-ID)
+POST /v1/runs/{id}/cancel
+POST /v1/runs/{id}/steps/{n}/approve | deny | resolve {"decision": retry|skip|fail}
+GET  /v1/inbox                    steps waiting for a person;  GET /v1/audit: the chain verified
+GET  /v1/tools                    the tools and where each lives
+POST /v1/prefill                  {"session", "text"}: 204; 409 when the planner cannot prefill
+GET  /metrics  /health  /openapi.json  /   (the web UI, under /static)
 ```
 
-Every endpoint but `/health` needs `Authorization: Bearer TOKEN` (`ember tokens create`): 401
-without a valid one, 403 when the policy denies the token's principal the action (`start_run`
-for POST /runs, `read_runs` for reading them), each with a JSON body that says what to do. The
-check is `ember.policy.tokens.authenticate`, called by one middleware (`_Authenticated`).
-`--no-auth` (loopback only) lets every request act as the OS user, and says so at start.
+`POST /runs`, `GET /runs` and `GET /runs/{id}` stay as aliases (POST /runs waits for the end).
+Every endpoint but `/health`, `/openapi.json` and the UI's files needs `Authorization: Bearer
+TOKEN` (`ember tokens create`); 401 without a valid one, 403 when the policy denies the action.
+`--no-auth` (loopback only) lets every request act as the OS user. Limits (`[server]` in
+ember.toml): body size (413), task length (422), requests a second per token and runs at once
+(429 with Retry-After). Every error is a JSON `Problem` naming the field and what to do.
 
-At start, once its planner is ready, the server resumes the journal's interrupted runs (those
-`running` whose process is gone, as `ember resume --all` does); at shutdown, those still going
-are left interrupted again, for the next start, rather than recorded as cancelled.
-
-Runs started over HTTP run concurrently in the server's event loop and share the journal (group
-commit). Errors are JSON `{"error": "..."}`: 400 names the bad input, 404 an unknown run.
+At start, once its planner is ready, the server resumes the journal's interrupted runs; at
+shutdown, those still going are left interrupted again, for the next start.
 Needs the `server` extra (Starlette, uvicorn, prometheus-client); OTLP needs `otel`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import socket
 import sys
 from collections.abc import AsyncIterator, Callable
-from datetime import date
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import msgspec
-
 from ember.app import open_runtime, run_exporters
-from ember.errors import (
-    AuthenticationError,
-    EmberError,
-    PermissionDeniedError,
-    RunNotFoundError,
-    UserError,
-)
+from ember.errors import UserError
+from ember.executor import RunResult
 from ember.extras import require
-from ember.journal import run_document
+from ember.server.api import Console
+from ember.server.desk import Desk
+from ember.server.errors import exception_handlers, json_response
+from ember.server.events import EventHub
+from ember.server.limits import Gate
+from ember.server.schema import (
+    AuditView,
+    Cancelled,
+    Decided,
+    Endpoint,
+    Health,
+    Inbox,
+    Param,
+    PrefillRequest,
+    ResolveRequest,
+    RunAccepted,
+    RunDocument,
+    RunPage,
+    RunRequest,
+    ToolList,
+    openapi,
+)
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import Response
-    from starlette.types import ASGIApp, Receive, Scope, Send
 
     from ember.config import Settings
     from ember.executor import Runtime
+    from ember.journal import Recorded
     from ember.telemetry.export import LayerMetrics
 
-__all__ = ["create_app", "serve"]
+__all__ = ["STATIC", "create_app", "endpoints", "serve"]
+
+STATIC = Path(__file__).parent / "static"
+
+_RUN_ID = Param("run_id", "path", {"type": "string"}, "a run id (or a unique prefix of one)")
+_STEP = Param("step", "path", {"type": "integer", "minimum": 0}, "the step's id")
+_LIST = [
+    Param("status", "query", {"enum": ["running", "waiting", "succeeded", "failed", "cancelled"]}),
+    Param("principal", "query", {"type": "string"}, "who started the runs"),
+    Param("since", "query", {"type": "string"}, "started at or after: ISO date/time or epoch s"),
+    Param("before", "query", {"type": "integer", "minimum": 1}, "the `next` of the last page"),
+    Param("limit", "query", {"type": "integer", "minimum": 1, "maximum": 500}),
+]
 
 
-class _RunApi:
-    """The endpoints, over the runtime the app's lifespan opens."""
+def endpoints(console: Console, desk: Desk, metrics: LayerMetrics) -> list[Endpoint]:
+    """Every route, as the app serves it and the OpenAPI document describes it."""
 
-    def __init__(self, metrics: LayerMetrics) -> None:
-        self.metrics = metrics
-        self._runtime: Runtime | None = None
+    async def submit_and_wait(request: Request) -> Response:
+        request.scope["query_string"] = b"wait=true"
+        return await console.submit(request)
 
-    @property
-    def runtime(self) -> Runtime:
-        assert self._runtime is not None, "the lifespan opens the runtime before requests"
-        return self._runtime
-
-    def attach(self, runtime: Runtime) -> None:
-        """Serve requests with `runtime` (the lifespan's)."""
-        self._runtime = runtime
-
-    def authenticate(self, header: str | None) -> str:
-        """The principal a request's `Authorization` header stands for (AuthenticationError)."""
-        from ember.policy.tokens import authenticate, bearer
-
-        assert self.runtime.control is not None
-        return authenticate(self.runtime.control.store, bearer(header)).name
-
-    def allow(self, request: Request, action: str) -> str:
-        """The request's principal, if the policy in force lets it do `action` on the runs."""
-        control = self.runtime.control
-        assert control is not None
-        principal = str(request.state.principal)
-        control.refresh().require(principal, action, "runs")
-        return principal
-
-    async def start_run(self, request: Request) -> Response:
-        try:
-            principal = self.allow(request, "start_run")
-        except PermissionDeniedError as exc:
-            return _denied(exc)
-        try:
-            body = msgspec.json.decode(await request.body())
-        except msgspec.DecodeError as exc:
-            return _error(400, f"the body is not JSON: {exc}")
-        task = body.get("task") if isinstance(body, dict) else None
-        if not isinstance(task, str) or not task.strip():
-            return _error(400, 'send {"task": "what to do, in plain words"}')
-        today = None
-        if body.get("today") is not None:
-            try:
-                today = date.fromisoformat(str(body["today"]))
-            except ValueError:
-                return _error(400, f"today={body['today']!r} is not a date: use YYYY-MM-DD")
-        try:
-            result = await self.runtime.run(task, today=today, principal=principal)
-        except UserError as exc:
-            return _error(400, str(exc))
-        except EmberError as exc:
-            return _error(500, str(exc))
-        return _json(result.to_json())
-
-    async def list_runs(self, request: Request) -> Response:
-        try:
-            self.allow(request, "read_runs")
-        except PermissionDeniedError as exc:
-            return _denied(exc)
-        limit = request.query_params.get("limit", "20")
-        if not limit.isdigit():
-            return _error(400, f"limit={limit!r} is not a whole number")
-        return _json(msgspec.to_builtins(self.runtime.journal.runs(int(limit))))
-
-    async def show_run(self, request: Request) -> Response:
-        try:
-            self.allow(request, "read_runs")
-        except PermissionDeniedError as exc:
-            return _denied(exc)
-        journal = self.runtime.journal
-        try:
-            run_id = journal.find_run(request.path_params["run_id"])
-            events = journal.read(run_id)
-        except RunNotFoundError as exc:
-            return _error(404, str(exc))
-        except EmberError as exc:  # an ambiguous prefix
-            return _error(400, str(exc))
-        return _json(run_document(run_id, events))
-
-    async def scrape(self, _: Request) -> Response:
+    async def scrape(_: Request) -> Response:
         from starlette.responses import Response
 
-        body, content_type = self.metrics.exposition()
+        body, content_type = metrics.exposition()
         return Response(body, media_type=content_type)
 
-    async def health(self, _: Request) -> Response:
-        return _json({"status": "ok"})
+    async def index(_: Request) -> Response:
+        from starlette.responses import FileResponse
 
+        return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
 
-async def _resume(runtime: Runtime, run_id: str) -> None:
-    try:
-        result = await runtime.resume(run_id)
-    except EmberError as exc:
-        _say(f"could not resume {run_id}: {exc}")
-    except Exception as exc:  # a bug: said now, not when the server stops
-        _say(f"could not resume {run_id}: {type(exc).__name__}: {exc}")
-        raise
-    else:
-        _say(f"resumed {run_id}: {result.status.value}")
-
-
-def _say(message: str) -> None:
-    print(f"ember serve: {message}", file=sys.stderr, flush=True)
-
-
-def _json(content: Any, status: int = 200) -> Response:
-    from starlette.responses import JSONResponse
-
-    return JSONResponse(content, status_code=status)
-
-
-def _error(status: int, message: str) -> Response:
-    return _json({"error": message}, status)
-
-
-def _denied(exc: PermissionDeniedError) -> Response:
-    return _json(
-        {
-            "error": f"forbidden: {exc}",
-            "what_to_do": "ask whoever keeps the policy for a rule that permits this "
-            "(`ember policy show`; `ember policy test PRINCIPAL TOOL` to check one)",
-        },
-        403,
-    )
-
-
-class _Authenticated:
-    """ASGI middleware: every request but `GET /health` must carry a valid bearer token; the
-    principal goes into `request.state.principal`. `local`: act as this principal without a
-    token (`--no-auth`)."""
-
-    def __init__(self, app: ASGIApp, api: _RunApi, local: str | None) -> None:
-        self.app, self.api, self.local = app, api, local
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] == "/health":
-            await self.app(scope, receive, send)
-            return
-        principal = self.local
-        if principal is None:
-            header = dict(scope["headers"]).get(b"authorization")
-            try:
-                principal = self.api.authenticate(header.decode("latin-1") if header else None)
-            except AuthenticationError as exc:
-                response = _json(
-                    {
-                        "error": f"unauthorized: {exc}",
-                        "what_to_do": "send `Authorization: Bearer TOKEN` with a token from "
-                        "`ember tokens create NAME`",
-                    },
-                    401,
-                )
-                response.headers["WWW-Authenticate"] = 'Bearer realm="ember"'
-                await response(scope, receive, send)
-                return
-        scope.setdefault("state", {})["principal"] = principal
-        await self.app(scope, receive, send)
+    run, decide = [_RUN_ID], [_RUN_ID, _STEP]
+    gone = {404: "no such run (or not one this token may see)"}
+    waiting = {**gone, 409: "the step is not waiting for this decision"}
+    wait = Param("wait", "query", {"enum": ["true", "false"]}, "true: answer when it is over")
+    submitted = {200: RunResult, 202: RunAccepted, 409: "no planner", 429: "too many runs"}
+    return [
+        Endpoint("POST", "/v1/runs", console.submit, "Start a run", submitted, RunRequest, [wait]),
+        Endpoint("GET", "/v1/runs", console.list_runs, "List runs", {200: RunPage}, None, _LIST),
+        Endpoint(
+            "GET",
+            "/v1/runs/{run_id}",
+            console.show_run,
+            "A run",
+            {200: RunDocument, **gone},
+            params=run,
+        ),
+        Endpoint(
+            "GET",
+            "/v1/runs/{run_id}/events",
+            console.events,
+            "A run's events as Server-Sent Events (replayed, then live)",
+            {200: "text/event-stream", 400: "a Last-Event-ID this server never sent", **gone},
+            params=[
+                _RUN_ID,
+                Param("Last-Event-ID", "header", {"type": "string"}, "resume after this event"),
+                Param("after", "query", {"type": "string"}, "as Last-Event-ID"),
+            ],
+        ),
+        Endpoint(
+            "POST",
+            "/v1/runs/{run_id}/cancel",
+            console.cancel,
+            "Cancel a run",
+            {200: Cancelled, 409: "not running here", **gone},
+            params=run,
+        ),
+        Endpoint(
+            "POST",
+            "/v1/runs/{run_id}/steps/{step}/approve",
+            desk.approve,
+            "Approve a waiting step",
+            {202: Decided, **waiting},
+            params=decide,
+        ),
+        Endpoint(
+            "POST",
+            "/v1/runs/{run_id}/steps/{step}/deny",
+            desk.deny,
+            "Deny a waiting step",
+            {202: Decided, **waiting},
+            params=decide,
+        ),
+        Endpoint(
+            "POST",
+            "/v1/runs/{run_id}/steps/{step}/resolve",
+            desk.resolve,
+            "Decide a step in doubt",
+            {202: Decided, **waiting},
+            ResolveRequest,
+            decide,
+        ),
+        Endpoint("GET", "/v1/inbox", desk.inbox, "Steps waiting for a person", {200: Inbox}),
+        Endpoint(
+            "GET",
+            "/v1/audit",
+            desk.audit,
+            "The audit chain, verified",
+            {200: AuditView, 409: "no audit log"},
+        ),
+        Endpoint("GET", "/v1/tools", desk.tools, "The tools and where they live", {200: ToolList}),
+        Endpoint(
+            "POST",
+            "/v1/prefill",
+            desk.prefill,
+            "Prefill the planner while typing",
+            {204: None, 409: "the planner cannot prefill"},
+            PrefillRequest,
+        ),
+        Endpoint("GET", "/metrics", scrape, "Prometheus metrics", {200: "text/plain"}),
+        Endpoint("GET", "/health", desk.health, "Health", {200: Health}, public=True),
+        Endpoint("GET", "/", index, "The web console", {200: "text/html"}, public=True),
+        Endpoint(
+            "POST",
+            "/runs",
+            submit_and_wait,
+            "Run a task, answer when over",
+            submitted,
+            RunRequest,
+            deprecated=True,
+        ),
+        Endpoint(
+            "GET",
+            "/runs",
+            console.list_runs,
+            "List runs",
+            {200: RunPage},
+            None,
+            _LIST,
+            deprecated=True,
+        ),
+        Endpoint(
+            "GET",
+            "/runs/{run_id}",
+            console.show_run,
+            "A run",
+            {200: RunDocument, **gone},
+            params=run,
+            deprecated=True,
+        ),
+    ]
 
 
 def create_app(
@@ -232,46 +227,90 @@ def create_app(
     require("ember serve", "starlette", "uvicorn", "prometheus_client")
     from starlette.applications import Starlette
     from starlette.middleware import Middleware
-    from starlette.routing import Route
+    from starlette.routing import Mount, Route
+    from starlette.staticfiles import StaticFiles
 
     exporters = run_exporters(settings)
-    api = _RunApi(exporters.metrics)
+    hub = EventHub()
+    console = Console(settings.server, hub, local=not auth)
+    desk = Desk(console, settings.signing_key)
+    document: dict[str, Any] = {}
+
+    async def described(_: Request) -> Response:
+        return json_response(document)
+
+    table = [
+        *endpoints(console, desk, exporters.metrics),
+        Endpoint(
+            "GET",
+            "/openapi.json",
+            described,
+            "This document",
+            {200: "application/json"},
+            public=True,
+        ),
+    ]
+    document.update(openapi(table))
+
+    def observe(recorded: Recorded) -> None:
+        exporters.observe(recorded)
+        hub.observe(recorded)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         try:
-            async with open_runtime(settings, observer=exporters.observe) as runtime:
-                api.attach(runtime)
+            async with open_runtime(settings, observer=observe) as runtime:
+                console.attach(runtime)
                 await runtime.warm()  # the embedded model loaded before the first request
-                interrupted = runtime.interrupted_runs()
-                if interrupted:
-                    _say(
-                        f"resuming {len(interrupted)} interrupted run(s): {', '.join(interrupted)}"
-                    )
-                resuming = [asyncio.create_task(_resume(runtime, run_id)) for run_id in interrupted]
-                if ready is not None:
-                    ready()
-                try:
-                    yield
-                finally:  # what is still running stays interrupted, for the next start
-                    runtime.leave_interrupted()
-                    for task in resuming:
-                        task.cancel()
-                    await asyncio.gather(*resuming, return_exceptions=True)
+                async with console.tasks.open():
+                    _resume_interrupted(console, runtime)
+                    if ready is not None:
+                        ready()
+                    try:
+                        yield
+                    finally:  # what is still running stays interrupted, for the next start
+                        runtime.leave_interrupted()
         finally:
             exporters.close()
 
+    routes: list[Any] = [
+        Route(_starlette_path(e.path), e.handler, methods=[e.method]) for e in table
+    ]
+    routes.append(Mount("/static", StaticFiles(directory=STATIC), name="static"))
+    local = None if auth else _local()
     return Starlette(
-        routes=[
-            Route("/runs", api.start_run, methods=["POST"]),
-            Route("/runs", api.list_runs, methods=["GET"]),
-            Route("/runs/{run_id}", api.show_run, methods=["GET"]),
-            Route("/metrics", api.scrape, methods=["GET"]),
-            Route("/health", api.health, methods=["GET"]),
+        routes=routes,
+        middleware=[
+            Middleware(Gate, authenticate=console.authenticate, local=local, limits=settings.server)
         ],
-        middleware=[Middleware(_Authenticated, api=api, local=None if auth else _local())],
+        exception_handlers=exception_handlers(),
         lifespan=lifespan,
     )
+
+
+def _starlette_path(path: str) -> str:
+    return path.replace("{step}", "{step:int}")
+
+
+def _resume_interrupted(console: Console, runtime: Runtime) -> None:
+    interrupted = runtime.interrupted_runs()
+    if interrupted:
+        _say(f"resuming {len(interrupted)} interrupted run(s): {', '.join(interrupted)}")
+    for run_id in interrupted:
+        console.tasks.adopt(run_id, "", _resumer(runtime, run_id))
+
+
+def _resumer(runtime: Runtime, run_id: str) -> Callable[[], Any]:
+    async def resume() -> RunResult:
+        result = await runtime.resume(run_id)  # an error is said by the run's task
+        _say(f"resumed {run_id}: {result.status.value}")
+        return result
+
+    return resume
+
+
+def _say(message: str) -> None:
+    print(f"ember serve: {message}", file=sys.stderr, flush=True)
 
 
 def _local() -> str:
@@ -321,6 +360,9 @@ def serve(
             f"cannot listen on {host}:{port}: {reason}: choose another --port"
         ) from None
     app = create_app(settings, ready=ready, auth=auth)
-    config: Any = uvicorn.Config(app, log_level="warning", lifespan="on")
+    # Event streams of runs that wait for a person stay open: a stop waits for them 5 s at most.
+    config: Any = uvicorn.Config(
+        app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5
+    )
     with listener:
         uvicorn.Server(config).run(sockets=[listener])

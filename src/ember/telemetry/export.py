@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember.extras import require
-from ember.journal import Event, RunDone
+from ember.journal import Recorded, RunDone
 from ember.telemetry.trace import trace_id
 
 __all__ = ["LAYER_BUCKETS_S", "LayerMetrics", "RunExporters", "SpanExport"]
@@ -181,7 +181,8 @@ class RunExporters:
         self.metrics = metrics
         self.spans = spans
 
-    def observe(self, event: Event) -> None:
+    def observe(self, recorded: Recorded) -> None:
+        event = recorded.event
         if isinstance(event, RunDone):
             self.metrics.record(event)
             if self.spans is not None:
