@@ -61,6 +61,7 @@ def test_bad_input_gets_the_right_4xx_and_says_what_to_do(tmp_path: Path) -> Non
                 ("/v1/runs?limit=ten", "limit"),
                 ("/v1/runs?since=yesterday", "since"),
                 ("/v1/runs?before=-3", "before"),
+                ("/v1/runs?before=17419292649068732416", "before"),  # past int64: was a 500
             ]:
                 answer = await client.get(path, headers=auth)
                 assert (answer.status_code, problem(answer)["field"]) == (400, field), path

@@ -175,7 +175,7 @@ class Console:
         principal = self.allow(request, "read_runs")
         query = request.query_params
         limit = _whole(query.get("limit", "20"), "limit", 1, 500)
-        before = _whole(query["before"], "before", 1) if "before" in query else None
+        before = _whole(query["before"], "before", 1, _SEQ_MAX) if "before" in query else None
         status = _status(query.get("status"))
         wanted = query.get("principal") or None
         if not self.local and wanted not in (None, principal):
@@ -243,6 +243,9 @@ def denied(exc: PermissionDeniedError) -> ApiError:
         "ask whoever keeps the policy for a rule that permits this "
         "(`ember policy show`; `ember policy test PRINCIPAL TOOL` to check one)",
     )
+
+
+_SEQ_MAX = 2**63 - 1  # a journal position: SQLite's and PostgreSQL's largest integer
 
 
 def _whole(text: str, name: str, low: int, high: int | None = None) -> int:

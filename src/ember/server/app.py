@@ -83,7 +83,12 @@ _LIST = [
     Param("status", "query", {"enum": ["running", "waiting", "succeeded", "failed", "cancelled"]}),
     Param("principal", "query", {"type": "string"}, "who started the runs"),
     Param("since", "query", {"type": "string"}, "started at or after: ISO date/time or epoch s"),
-    Param("before", "query", {"type": "integer", "minimum": 1}, "the `next` of the last page"),
+    Param(
+        "before",
+        "query",
+        {"type": "integer", "minimum": 1, "maximum": 2**63 - 1},
+        "the `next` of the last page",
+    ),
     Param("limit", "query", {"type": "integer", "minimum": 1, "maximum": 500}),
 ]
 
