@@ -18,7 +18,7 @@ Relative expressions (English and Chinese), with the rules for the ambiguous one
 - today, tonight, this morning/afternoon/evening, tomorrow, the day after tomorrow, yesterday,
   the day before yesterday; 今天, 今晚, 明天, 明晚, 后天, 大后天, 昨天, 前天
 - "in N days/weeks", "N days/weeks from now"; N天后, N周后 (N in digits or words: two, 两, 十)
-- end of the month -> its last day; end of next month; 月底, 下个月底
+- end (or last day) of the month -> its last day; end of next month; 月底, 下个月底
 - English weekdays (weeks start on Monday):
   - "Tuesday", "this/on/coming Tuesday", "Tuesday this week", "Friday at 9" -> the next one,
     today included (the time does not move it: the current time is not known here).
@@ -312,10 +312,14 @@ _RULES = [
     _rule("day week", rf"\bin\s+{_EN_N}\s+(?P<unit>days?|weeks?)(?:'?\s+time)?\b", _in_days),
     _rule("from", rf"\b{_EN_N}\s+(?P<unit>days?|weeks?)\s+from\s+(?:now|today)\b", _in_days),
     _rule("后", rf"{_CN_N}\s*个?(?P<unit>天|日|周|星期|礼拜)之?后", _in_days),
-    _rule("month 月", r"\b(?:the\s+)?end\s+of\s+next\s+month\b|下个?月[底末]", _month_end(1)),
     _rule(
         "month 月",
-        r"\b(?:the\s+)?end\s+of\s+(?:the\s+|this\s+)?month\b|(?:这个|本)?月[底末]",
+        r"\b(?:the\s+)?(?:end|last\s+day)\s+of\s+next\s+month\b|下个?月[底末]",
+        _month_end(1),
+    ),
+    _rule(
+        "month 月",
+        r"\b(?:the\s+)?(?:end|last\s+day)\s+of\s+(?:the\s+|this\s+)?month\b|(?:这个|本)?月[底末]",
         _month_end(0),
     ),
     _rule("next", rf"\b(?:on\s+)?{_WD}\s+(?:of\s+)?next\s+week\b", _rolling(7)),
