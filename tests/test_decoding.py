@@ -624,3 +624,13 @@ def test_a_field_of_a_richer_result_is_not_taken_for_an_id() -> None:
         '1. extract_invoice(path="/inbox/inv-7.pdf")\n2. lookup_customer(customer_id=$1.vendor)\n',
     )
     assert all(step.args.get("customer_id") != "$1.vendor" for step in steps)
+
+
+def test_a_value_its_tool_would_refuse_is_never_written() -> None:
+    # no span of the request fits the channel's pattern: the model's own value breaks it
+    steps = plan(
+        "Tell the payments channel we are done",
+        '1. post_message(channel="payments", text="We are done")\ndone',
+        catalogue=OPS,
+    )
+    assert steps == []

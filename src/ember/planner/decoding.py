@@ -250,7 +250,10 @@ class PlanDecoder:
             grounded = self._grounds.options(tool.tool_name, name, props[name], earlier, unused)
             if grounded is None:
                 value = self._value(props[name], earlier, unused)
-                if name in required or not self._grounds.unstated(props[name], value, self._off):
+                if grounding.breaks_pattern(props[name], value):
+                    if name in required:
+                        raise _Ungrounded  # a value its tool would refuse ("#" missing)
+                elif name in required or not self._grounds.unstated(props[name], value, self._off):
                     args[name] = value  # an optional number or choice never said: left out
             else:
                 args[name] = self._identifier(

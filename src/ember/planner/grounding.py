@@ -32,6 +32,7 @@ __all__ = [
     "PATH_PARAMETER",
     "Given",
     "Grounds",
+    "breaks_pattern",
     "calendar_dates",
     "givens",
     "integers",
@@ -145,6 +146,19 @@ def _names_currency(lowered: str, code: str) -> bool:
     currency = pycountry.currencies.get(alpha_3=code)
     words = currency.name.lower().split() if currency is not None else []
     return any(re.search(rf"\b{re.escape(word[:4])}", lowered) for word in words if len(word) >= 3)
+
+
+def breaks_pattern(schema: dict[str, Any], value: Any) -> bool:
+    """Whether a literal string the model wrote breaks its parameter's `pattern` (JSON
+    Schema's: a search, not a full match); a reference or a text citing results is checked
+    when it runs."""
+    pattern = schema.get("pattern")
+    if not pattern or not isinstance(value, str) or value.startswith("$") or "{$" in value:
+        return False
+    try:
+        return re.search(pattern, value) is None
+    except re.error:
+        return False
 
 
 def integers(request: str) -> list[int]:
