@@ -238,7 +238,8 @@ def test_a_request_typed_ahead_is_read_before_it_is_submitted() -> None:
     from ember.planner.llama import LlamaPlanner
     from ember.planner.prompt import build_request
 
-    planner = LlamaPlanner(prefix_cache=False)
+    # Without plans by shape: the second plan of the same request would be recalled, not read.
+    planner = LlamaPlanner(prefix_cache=False, shapes=False)
     today = date(2026, 3, 2)
     request = "What's the weather in Lisbon on 2026-03-05?"
     plain = _plan(planner, request)
