@@ -634,3 +634,28 @@ def test_a_value_its_tool_would_refuse_is_never_written() -> None:
         catalogue=OPS,
     )
     assert steps == []
+
+
+def test_a_code_the_request_gives_is_no_identifier_its_pattern_refuses() -> None:
+    tickets = (
+        _tool(
+            "update_ticket",
+            {
+                "ticket_id": {"type": "string", "pattern": "^[A-Z]{2,6}-[0-9]+$"},
+                "status": {"type": "string", "enum": ["todo", "done"]},
+            },
+            ["ticket_id", "status"],
+        ),
+    )
+    refused = plan(
+        "Mark ticket 412 as done",
+        '1. update_ticket(ticket_id="412", status="done")\ndone',
+        catalogue=tickets,
+    )
+    assert refused == []  # "412" breaks the pattern: the required id is not grounded
+    given = plan(
+        "Mark ticket PAY-412 as done",
+        '1. update_ticket(ticket_id="PAY-412", status="done")\ndone',
+        catalogue=tickets,
+    )
+    assert given == [Step(1, "update_ticket", {"ticket_id": "PAY-412", "status": "done"})]

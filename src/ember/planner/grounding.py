@@ -369,6 +369,9 @@ class Grounds:
                     if len(schema.get("properties", {})) == 1
                     and len(paths := text_paths(schema)) == 1
                 ]
+        # A code the request gives that breaks the parameter's pattern is no value for it
+        # ("IDN-407" for a thread id "^M-[0-9]+$"): its tool would refuse the call.
+        literals = [value for value in literals if not breaks_pattern(schema, value)]
         return [json.dumps(value, ensure_ascii=False) for value in literals] + [
             f"${ref}" for ref in named or (found if source else [])
         ]
