@@ -34,6 +34,7 @@ from ember.extras import require
 if TYPE_CHECKING:
     from ember.executor import Runtime
     from ember.journal import Recorded, SQLiteJournal
+    from ember.journal.postgres import PostgresJournal
     from ember.planner import Planner
     from ember.policy.control import ControlPlane
     from ember.telemetry.export import RunExporters
@@ -55,11 +56,19 @@ CHECKPOINT_EVERY_S = 60.0  # how often a long-lived runtime signs the audit log'
 
 
 @contextlib.contextmanager
-def open_journal(settings: Settings) -> Iterator[SQLiteJournal]:
-    """The journal at `settings.db`, closed on exit."""
-    from ember.journal import SQLiteJournal
+def open_journal(settings: Settings) -> Iterator[SQLiteJournal | PostgresJournal]:
+    """The journal the settings name: the PostgreSQL one at `settings.journal_url` if set,
+    else the SQLite file at `settings.db`; closed on exit."""
+    journal: SQLiteJournal | PostgresJournal
+    if settings.journal_url:
+        require("a postgresql:// journal", "psycopg", "psycopg_pool")
+        from ember.journal.postgres import PostgresJournal
 
-    journal = SQLiteJournal(settings.db)
+        journal = PostgresJournal(settings.journal_url)
+    else:
+        from ember.journal import SQLiteJournal
+
+        journal = SQLiteJournal(settings.db)
     try:
         yield journal
     finally:
@@ -68,12 +77,18 @@ def open_journal(settings: Settings) -> Iterator[SQLiteJournal]:
 
 @contextlib.contextmanager
 def open_control(settings: Settings) -> Iterator[ControlPlane]:
-    """The control plane of the journal at `settings.db` (policy, tokens, audit), closed on
-    exit."""
-    from ember.journal.control import ControlStore
+    """The control plane of the settings' journal (policy, tokens, audit), closed on exit."""
+    from ember.journal.control import ControlRows, ControlStore
     from ember.policy.control import ControlPlane
 
-    store = ControlStore(settings.db)
+    store: ControlRows
+    if settings.journal_url:
+        require("a postgresql:// journal", "psycopg")
+        from ember.journal.pgcontrol import PostgresControlStore
+
+        store = PostgresControlStore(settings.journal_url)
+    else:
+        store = ControlStore(settings.db)
     try:
         yield ControlPlane(store)
     finally:

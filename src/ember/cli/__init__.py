@@ -397,5 +397,6 @@ def _db_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--db",
         default=argparse.SUPPRESS,
-        help="journal database (default: $EMBER_DB, else ~/.local/share/ember/ember.db)",
+        help="journal database: a SQLite file, or a postgresql:// URL (the shared journal of "
+        "workers) (default: $EMBER_DB, else ~/.local/share/ember/ember.db)",
     )

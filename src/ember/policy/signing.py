@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from ember.errors import UserError
 from ember.journal.audit import Break, canonical, verify_chain
-from ember.journal.control import Checkpoint, ControlStore
+from ember.journal.control import Checkpoint, ControlRows
 
 __all__ = ["AuditSigner", "Verification", "load_public_key", "verify_audit"]
 
@@ -68,7 +68,7 @@ class AuditSigner:
             serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
         ).decode()
 
-    def checkpoint(self, store: ControlStore) -> Checkpoint | None:
+    def checkpoint(self, store: ControlRows) -> Checkpoint | None:
         """Sign the chain head, unless a checkpoint already vouches for it; None then."""
         head = store.head()
         if head is None:
@@ -119,7 +119,7 @@ class Verification(msgspec.Struct, frozen=True):
 
 
 def verify_audit(
-    store: ControlStore, public: Ed25519PublicKey | None, outside: Path | None = None
+    store: ControlRows, public: Ed25519PublicKey | None, outside: Path | None = None
 ) -> Verification:
     """Check the chain and every checkpoint (in the database, and the one in `outside`)."""
     checkpoints = store.checkpoints()

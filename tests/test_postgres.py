@@ -1,0 +1,33 @@
+"""The PostgreSQL journal through the command line: `--db postgresql://...` / `EMBER_DB` picks
+it for every command that opens a journal (run, runs, runs show, tokens, audit)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .conftest import ember
+
+
+def test_every_command_opens_the_postgres_journal_it_is_given(
+    postgres_db: str, ember_env: dict[str, str], tmp_path: Path
+) -> None:
+    env = dict(ember_env, EMBER_DB=postgres_db, EMBER_AUDIT_KEY=str(tmp_path / "audit-key"))
+    task = "What's the weather in Tokyo on 2026-03-03?"
+    ran = ember(env, "run", "--planner", "scripted", "--json", task)
+    assert ran.returncode == 0, ran.stderr
+    run_id = json.loads(ran.stdout)["run_id"]
+    listed = ember(env, "runs")
+    assert run_id in listed.stdout
+    assert "succeeded" in listed.stdout
+    shown = ember(env, "runs", "show", run_id[:6], "--json")
+    assert json.loads(shown.stdout)["run"]["status"] == "succeeded"
+    created = ember(env, "tokens", "create", "alice", "--role", "admin")
+    assert created.returncode == 0, created.stderr
+    assert "alice" in ember(env, "tokens", "list").stdout
+    verified = ember(env, "audit", "verify")
+    assert verified.returncode == 0, verified.stderr
+    assert "entries chained" in verified.stdout  # the run's start, its call, the token
+    # --db wins over EMBER_DB, and a SQLite file is still a SQLite file
+    local = ember(env, "runs", "--db", str(tmp_path / "local.db"))
+    assert run_id not in local.stdout + local.stderr
