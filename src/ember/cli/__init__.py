@@ -1,9 +1,9 @@
 """The `ember` command line: the parser here; the commands in `ember.cli.commands` (run, serve,
-runs, resume, tools), `ember.cli.control` (tokens, policy, approvals, approve, deny, audit,
-doctor) and `ember.cli.measure` (eval, bench, chaos, assess), imported only when
-one of them runs, so `ember --help` stays fast. Nothing below the command line sees argparse:
-the commands turn the options into `ember.config.Settings` and call the composition root
-(`ember.app`).
+runs, resume, tools), `ember.cli.cluster` (worker, enqueue), `ember.cli.control` (tokens,
+policy, approvals, approve, deny, audit, doctor) and `ember.cli.measure` (eval, bench, chaos,
+assess), imported only when one of them runs, so `ember --help` stays fast. Nothing below the
+command line sees argparse: the commands turn the options into `ember.config.Settings` and
+call the composition root (`ember.app`).
 
 Exit codes: 0 success; 1 the run failed; 2 bad input (the message says what to change).
 """
@@ -79,6 +79,7 @@ def _parser() -> argparse.ArgumentParser:
 
     _add_run_command(commands)
     _add_serve_command(commands)
+    _add_cluster_commands(commands)
     _add_tools_command(commands)
     _add_journal_commands(commands)
     _add_control_commands(commands)
@@ -109,6 +110,33 @@ def _add_run_command(commands: Any) -> None:
         help="print one JSON object on stdout (progress still goes to stderr)",
     )
     run.set_defaults(handler=_command("commands", "run"))
+
+
+def _add_cluster_commands(commands: Any) -> None:
+    worker = commands.add_parser(
+        "worker",
+        help="claim runs from the shared PostgreSQL journal's queue and run them under leases",
+        description="Claims queued runs, and runs whose worker died (its lease expired), with "
+        "SELECT ... FOR UPDATE SKIP LOCKED; runs them, renewing its leases; a run taken over "
+        "by another worker is fenced: none of this worker's writes to it is committed.",
+    )
+    _planner_options(worker, default="llama")
+    _db_option(worker)
+    worker.add_argument("--slots", type=int, default=16, help="runs at once (default 16)")
+    worker.add_argument(
+        "--lease", type=float, default=10.0, help="lease length, seconds (default 10)"
+    )
+    worker.add_argument(
+        "--poll", type=float, default=0.5, help="seconds between claims (default 0.5)"
+    )
+    worker.add_argument(
+        "--once", action="store_true", help="stop when the queue is empty and its runs ended"
+    )
+    worker.set_defaults(handler=_command("cluster", "worker"))
+    enqueue = commands.add_parser("enqueue", help="queue a task for `ember worker`s")
+    enqueue.add_argument("task", help="what to do, in plain words")
+    _db_option(enqueue)
+    enqueue.set_defaults(handler=_command("cluster", "enqueue"))
 
 
 def _add_serve_command(commands: Any) -> None:

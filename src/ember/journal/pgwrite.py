@@ -54,6 +54,9 @@ class Writer:
 
         try:
             conn = await psycopg.AsyncConnection.connect(url, autocommit=True)
+            # a process frozen mid-commit (SIGSTOP, a paused VM) must not keep its locks on
+            # the runs' rows, or nobody could take its runs over: the server ends the session
+            await conn.execute("SET idle_in_transaction_session_timeout = '5s'")
         except psycopg.Error as exc:
             raise JournalError(f"cannot write to the journal at {where}: {exc}") from None
         return cls(conn, loop)
