@@ -19,9 +19,9 @@ import pytest
 from ember.journal import RunStatus, StepDone, StepIntent, fold
 from ember.journal.leases import Leases
 from ember.journal.postgres import FencedError, PostgresJournal
+from ember.measure import fx
 from ember.testing import FakeClock
 
-from .cluster import effects
 from .test_journal import events_of
 
 
@@ -95,8 +95,7 @@ def _worker(
     url: str, root: Path, name: str, *, lease: float = 1.0
 ) -> tuple[subprocess.Popen[bytes], Path]:
     log = root / f"{name}.log"
-    repo = str(Path(__file__).resolve().parents[1])  # the tool module imports tests.cluster
-    env = dict(os.environ, FX_URL=url, FX_PAUSE_S="0.25", PYTHONPATH=repo)
+    env = dict(os.environ, FX_URL=url, FX_PAUSE_S="0.25")
     command = [
         sys.executable,
         "-m",
@@ -129,14 +128,12 @@ def _until(condition: Callable[[], bool], what: str, timeout: float = 90.0) -> N
 
 
 def cluster_dir(root: Path, steps: int) -> Path:
-    """A config with the effects tool only, and the plan of task 'chain'."""
-    (root / "fxtools.py").write_text(
-        "from tests.cluster.effects import effect  # noqa: F401\n", encoding="utf-8"
-    )
+    """A config with the effect tools only, and the plan of task 'chain'."""
     (root / "ember.toml").write_text(
-        f'demo_tools = false\n[[tools]]\nmodule = "{root / "fxtools.py"}"\n', encoding="utf-8"
+        'demo_tools = false\n[[tools]]\nmodule = "ember.measure.fx"\n', encoding="utf-8"
     )
-    (root / "plans.json").write_text(json.dumps({"chain": effects.plan(steps)}), encoding="utf-8")
+    plans = {"chain": fx.plan("effect", steps)}
+    (root / "plans.json").write_text(json.dumps(plans), encoding="utf-8")
     return root
 
 
@@ -146,13 +143,13 @@ def test_a_frozen_worker_is_fenced_after_another_takes_its_run_over(
     steps = 8
     root = cluster_dir(tmp_path, steps)
     journal = PostgresJournal(postgres_db)
-    effects.prepare(postgres_db)
+    fx.prepare(postgres_db)
     leases = Leases(postgres_db, "test:0")
     asyncio.run(leases.enqueue("r-frozen", "chain"))
     first, first_log = _worker(postgres_db, root, "first")
     second = None
     try:
-        _until(lambda: sum(effects.counts(postgres_db).values()) >= 2, "the first worker's effects")
+        _until(lambda: sum(fx.counts(postgres_db).values()) >= 2, "the first worker's effects")
         first.send_signal(signal.SIGSTOP)  # frozen, its lease running out
         second, second_log = _worker(postgres_db, root, "second")
 
@@ -174,7 +171,7 @@ def test_a_frozen_worker_is_fenced_after_another_takes_its_run_over(
                 child.wait(timeout=30)
         asyncio.run(leases.close())
     assert "r-frozen: resuming (lease epoch 2)" in second_log.read_text()
-    assert effects.counts(postgres_db) == {n: 1 for n in range(1, steps + 1)}  # each once
+    assert fx.counts(postgres_db) == {("r-frozen", n): 1 for n in range(1, steps + 1)}
     events = journal.read("r-frozen")
     state = fold("r-frozen", events)
     assert state.status is RunStatus.SUCCEEDED
@@ -190,3 +187,19 @@ def test_a_frozen_worker_is_fenced_after_another_takes_its_run_over(
         assert len([i for i in intents if i < resumed]) <= 1
         assert len([i for i in intents if i > resumed]) <= 1
     journal.close()
+
+
+def test_chaos_on_a_cluster_loses_and_repeats_nothing(postgres_db: str) -> None:
+    """`ember chaos --db ... --workers 3`, small: workers SIGKILLed at random and replaced, every
+    backend connection terminated once; counted from the tools' own records."""
+    from ember.measure.cluster_chaos import run_cluster_chaos
+
+    report = run_cluster_chaos(
+        postgres_db, runs=24, steps=20, workers=3, kill_every_s=1.0, lease_s=1.0, seed=3
+    )
+    assert report.unfinished == 0
+    assert report.lost == 0
+    assert report.duplicated == 0
+    assert report.killed >= 1
+    assert report.terminated >= 3  # at least each worker's journal connection
+    assert report.to_json()["takeover_ms"]["floor (lease)"] == 1000.0

@@ -274,3 +274,41 @@ def test_demo_async_report_resumes_from_its_job_without_a_second_report(
     assert [t for t, _ in world.effects()] == ["generate_report"]
     assert fold("r-1", journal.read("r-1")).steps[1].job == handle
     journal.close()
+
+
+def test_a_retry_decision_is_used_up_by_the_retried_call(location: Path | str) -> None:
+    """A person said retry; the retried call's intent was durable, then the process died again:
+    the call is in doubt again (it may have happened), never retried a second time unasked."""
+    effects = Effects()
+    journal = crashed_journal(location, CHAIN, {1: {"n": 1}, 2: {"n": 2}}, [3])
+    runtime = Runtime(effects.registry(), None, journal)
+    assert asyncio.run(runtime.resume("r-1")).status is RunStatus.WAITING
+    asyncio.run(runtime.resolve("r-1", 3, Decision.RETRY, "alice"))
+
+    async def crash_during_the_retry() -> None:  # what the retry journals before its call
+        key = idempotency_key("r-1", 3, "launch", {"n": 3})
+        await journal.append(StepIntent("r-1", 100.0, 3, "launch", {"n": 3}, key))
+
+    asyncio.run(crash_during_the_retry())
+    assert fold("r-1", journal.read("r-1")).steps[3].decision is None
+    again = asyncio.run(runtime.resume("r-1"))
+    assert again.status is RunStatus.WAITING
+    assert [s.status for s in again.steps][2] is StepStatus.IN_DOUBT
+    assert effects.calls == []  # not called a second time on the first decision
+    journal.close()
+
+
+def test_a_retried_call_journals_its_intent_before_it_is_made(location: Path | str) -> None:
+    """Without a control plane too: the retry's intent is written again before the call, so
+    the decision is used up by it."""
+    effects = Effects()
+    journal = crashed_journal(location, CHAIN, {1: {"n": 1}, 2: {"n": 2}}, [3])
+    runtime = Runtime(effects.registry(), None, journal)
+    asyncio.run(runtime.resume("r-1"))  # in doubt
+    asyncio.run(runtime.resolve("r-1", 3, Decision.RETRY, "alice"))
+    assert asyncio.run(runtime.resume("r-1")).status is RunStatus.SUCCEEDED
+    kinds = [type(e).__struct_config__.tag for e in journal.read("r-1")]
+    retry = kinds.index("step.resolved")
+    assert kinds[retry + 1 :].count("step.intent") == 2  # the retry's (3) and step 4's
+    assert [(tool, n) for tool, n, _ in effects.calls] == [("launch", 3), ("charge", 4)]
+    journal.close()

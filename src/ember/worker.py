@@ -11,7 +11,7 @@ claimed the run, none of this worker's writes to it is committed (`FencedError`)
 
 Leases are renewed every third of `lease_s`; a renewal that finds a run taken over cancels it
 here (its last writes are refused by the journal). A run whose journal connection failed is
-given up at once (`Leases.expire`) for the next claim, by any worker, to resume.
+left to its lease, which lapses for the next claim, by any worker, to resume it.
 
 Worst-case delays: a run in the queue starts within `poll_s`; the runs of a worker that died
 are resumed within `lease_s + poll_s` of its last renewal, and a durable wait (`sleep`,
@@ -117,15 +117,15 @@ class Worker:
 
     async def _interrupted(self, claim: Claim, exc: Exception) -> None:
         """Fenced: the run is another worker's now. Otherwise (the journal's connection
-        failed, or a bug): give it up at once for the next claim to resume."""
+        failed, or a bug) the run is left to its lease, which lapses within `lease_s` for any
+        worker to resume it: a tool call of it still running in a thread here has that long
+        to finish before another worker looks at what it did."""
         fenced = _found(exc, FencedError)
         if fenced is not None:
             self.say(f"{claim.run_id}: {fenced}")
             return
         cause = _found(exc, JournalError) or exc
-        self.say(f"{claim.run_id}: interrupted ({cause!r}); given up for the next claim")
-        with contextlib.suppress(JournalError):
-            await self.leases.expire(claim.run_id, claim.epoch)
+        self.say(f"{claim.run_id}: interrupted ({cause!r}); its lease will lapse for a takeover")
 
     async def _execute(self, claim: Claim) -> RunResult:
         try:

@@ -262,7 +262,9 @@ def _add_journal_commands(commands: Any) -> None:
         "chaos", help="crash test: kill -9 runs at random instants, resume, count effects"
     )
     chaos.add_argument("--trials", type=int, default=20, help="how many crashes (default 20)")
-    chaos.add_argument("--steps", type=int, default=100, help="steps per workflow (default 100)")
+    chaos.add_argument(
+        "--steps", type=int, help="steps per workflow (default 100; 20 with --db postgresql:)"
+    )
     chaos.add_argument("--durability", choices=["normal", "full"], default="normal")
     chaos.add_argument(
         "--mode",
@@ -275,6 +277,18 @@ def _add_journal_commands(commands: Any) -> None:
         "--no-peers",
         action="store_true",
         help="crash ember only, not also LangGraph and DBOS (run when the bench extra has them)",
+    )
+    chaos.add_argument(
+        "--db",
+        help="a postgresql:// journal: crash a cluster of workers on it instead (--workers, "
+        "--runs); its runs and effect records stay there",
+    )
+    chaos.add_argument(
+        "--workers", type=int, default=3, help="with --db: worker processes (default 3)"
+    )
+    chaos.add_argument("--runs", type=int, default=300, help="with --db: runs (default 300)")
+    chaos.add_argument(
+        "--lease", type=float, default=2.0, help="with --db: the workers' lease, s (default 2)"
     )
     chaos.add_argument("--json", action="store_true", help="print the results as JSON")
     chaos.set_defaults(handler=_command("measure", "chaos"))

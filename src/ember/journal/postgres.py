@@ -91,7 +91,9 @@ class PostgresJournal:
         self._epochs: dict[str, int] = {}  # run id -> the lease epoch its appends carry
         self._listeners: list[CommitListener] = []
         self._kicks: set[asyncio.Task[None]] = set()
-        self._failure: JournalError | None = None
+        # runs whose queued (`append_soon`) events a failed commit lost: their next append
+        # says so (another run's appends are not failed for it)
+        self._failed: dict[str, JournalError] = {}
         self._locked_on: asyncio.AbstractEventLoop | None = None
         self._write_lock = asyncio.Lock()
 
@@ -113,7 +115,7 @@ class PostgresJournal:
 
     async def append(self, event: Event) -> None:
         """Append `event`; returns once it is durable (see the module docstring)."""
-        self._raise_failure()
+        self._raise_failure(event.run_id)
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._pending.append((event, encode_event(event), future))
         await self._drain(future)
@@ -124,7 +126,7 @@ class PostgresJournal:
         event appended after it (a commit is started for it in the next turn of the loop)."""
         from ember.journal.audit import guard_of
 
-        self._raise_failure()
+        self._raise_failure(event.run_id)
         if guard_of(event) is not None:
             raise JournalError(
                 f"{type(event).__name__} records a decision: `append` it, so that a "
@@ -136,9 +138,9 @@ class PostgresJournal:
             self._kicks.add(task)
             task.add_done_callback(self._kicks.discard)
 
-    def _raise_failure(self) -> None:
-        if self._failure is not None:
-            failure, self._failure = self._failure, None
+    def _raise_failure(self, run_id: str) -> None:
+        failure = self._failed.pop(run_id, None)
+        if failure is not None:
             raise failure
 
     async def _drain(self, mine: asyncio.Future[None] | None) -> None:
@@ -157,10 +159,10 @@ class PostgresJournal:
             if written is None:  # the connection failed: the appenders were told
                 writer.discard()
                 self._writer = None
-                if any(future is None for _, _, future in batch):
-                    self._failure = JournalError(
-                        f"cannot write to the journal at {self.where}: the connection failed"
-                    )
+                error = JournalError(
+                    f"cannot write to the journal at {self.where}: the connection failed"
+                )
+                self._failed |= {event.run_id: error for event, _, f in batch if f is None}
                 return
         if self._listeners and written:
             for listener in self._listeners:
@@ -168,9 +170,9 @@ class PostgresJournal:
 
     def _fail_pending(self, error: JournalError) -> None:
         batch, self._pending = self._pending, []
-        for _, _, future in batch:
+        for event, _, future in batch:
             if future is None:
-                self._failure = error
+                self._failed[event.run_id] = error
             elif not future.done():
                 future.set_exception(error)
 
