@@ -203,3 +203,20 @@ def test_chaos_on_a_cluster_loses_and_repeats_nothing(postgres_db: str) -> None:
     assert report.killed >= 1
     assert report.terminated >= 3  # at least each worker's journal connection
     assert report.to_json()["takeover_ms"]["floor (lease)"] == 1000.0
+
+
+def test_workers_started_at_once_share_one_new_audit_key(tmp_path: Path) -> None:
+    """The first start of several workers on one host: one key, whole, loaded by all."""
+    script = (
+        "import sys; from pathlib import Path; from ember.policy.signing import AuditSigner; "
+        "print(AuditSigner(Path(sys.argv[1])).key_id)"
+    )
+    key = tmp_path / "keys" / "audit-key"
+    children = [
+        subprocess.Popen([sys.executable, "-c", script, str(key)], stdout=subprocess.PIPE)
+        for _ in range(6)
+    ]
+    ids = {child.communicate(timeout=60)[0].strip() for child in children}
+    assert all(child.returncode == 0 for child in children)
+    assert len(ids) == 1
+    assert [p.name for p in key.parent.iterdir()] == ["audit-key"]
