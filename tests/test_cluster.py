@@ -119,11 +119,14 @@ def _worker(
     return child, log
 
 
-def _until(condition: Callable[[], bool], what: str, timeout: float = 90.0) -> None:
+def _until(
+    condition: Callable[[], bool], what: str, timeout: float = 90.0, log: Path | None = None
+) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting: {what}")
+            said = log.read_text()[-3000:] if log is not None else ""
+            raise AssertionError(f"gave up waiting: {what}; {said}")
         time.sleep(0.05)
 
 
@@ -159,9 +162,15 @@ def test_a_frozen_worker_is_fenced_after_another_takes_its_run_over(
 
         _until(done, "the second worker to finish the run")
         first.send_signal(signal.SIGCONT)  # it wakes and carries on where it was
+        # refused by the fence; or, if it was frozen inside a commit, its session was ended by
+        # the server (idle in transaction) so that its run could be taken over
         _until(
-            lambda: "was taken over by another worker" in first_log.read_text(),
+            lambda: any(
+                said in first_log.read_text()
+                for said in ("was taken over by another worker", "interrupted (JournalError")
+            ),
             "the first worker's writes to be refused",
+            log=first_log,
         )
     finally:
         first.send_signal(signal.SIGCONT)
@@ -220,3 +229,50 @@ def test_workers_started_at_once_share_one_new_audit_key(tmp_path: Path) -> None
     assert all(child.returncode == 0 for child in children)
     assert len(ids) == 1
     assert [p.name for p in key.parent.iterdir()] == ["audit-key"]
+
+
+def test_a_durable_sleep_finishes_at_its_deadline_on_the_worker_that_took_it_over(
+    postgres_db: str, tmp_path: Path
+) -> None:
+    """A run sleeping on a worker that is killed: another worker takes it over when the lease
+    ends and wakes it at the deadline counted from the first intent, not a new full sleep."""
+    from ember.journal import RunResumed
+
+    seconds = 4.0
+    (tmp_path / "ember.toml").write_text("demo_tools = true\n", encoding="utf-8")
+    plans = {"nap": {"steps": [{"id": 1, "tool": "sleep", "args": {"seconds": seconds}}]}}
+    (tmp_path / "plans.json").write_text(json.dumps(plans), encoding="utf-8")
+    journal = PostgresJournal(postgres_db)
+    leases = Leases(postgres_db, "test:0")
+    asyncio.run(leases.enqueue("r-nap", "nap"))
+    os.environ.setdefault("EMBER_DEMO_DIR", str(tmp_path / "demo"))
+    first, _ = _worker(postgres_db, tmp_path, "first")
+    second = None
+    try:
+
+        def sleeping() -> bool:
+            try:
+                return any(isinstance(e, StepIntent) for e in journal.read("r-nap"))
+            except Exception:  # not started yet
+                return False
+
+        _until(sleeping, "the first worker to start the sleep")
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+        second, _ = _worker(postgres_db, tmp_path, "second")
+        _until(lambda: asyncio.run(leases.state("r-nap")) == ("done", 2, ""), "the takeover")
+    finally:
+        for child in (first, second):
+            if child is not None and child.poll() is None:
+                child.terminate()
+                child.wait(timeout=30)
+        asyncio.run(leases.close())
+    events = journal.read("r-nap")
+    intent = next(e for e in events if isinstance(e, StepIntent))
+    resumed = next(e for e in events if isinstance(e, RunResumed))
+    done = next(e for e in events if isinstance(e, StepDone))
+    assert fold("r-nap", events).status is RunStatus.SUCCEEDED
+    assert done.result == {"woke_at": intent.at + seconds}  # the deadline of the first intent
+    assert done.at >= intent.at + seconds
+    assert done.at < resumed.at + seconds  # the rest of the sleep, not a new one
+    journal.close()

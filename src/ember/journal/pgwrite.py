@@ -18,7 +18,7 @@ from typing import Any
 from ember.errors import JournalError, PolicyChangedError
 from ember.journal.audit import audit_entry, chain, guard_of
 from ember.journal.events import Recorded, RunDone, RunWaiting, StepResolved
-from ember.journal.rows import Head, Queued, Row, by_run, encoded, split
+from ember.journal.rows import Head, Queued, Row, by_run, decides, encoded, split
 
 __all__ = ["FencedError", "Writer", "commit"]
 
@@ -39,6 +39,11 @@ _INSERT = (
     "SELECT * FROM unnest(%s::text[], %s::text[], %s::float8[], %s::bytea[], %s::int8[], "
     "%s::int8[], %s::int8[], %s::bytea[], %s::bytea[]) RETURNING seq"
 )
+
+
+# The queue states that events change: a run done, or waiting for a person; a decision about
+# a waiting run puts it back in the queue.
+_QUEUE_STATES: dict[type, str] = {RunDone: "done", RunWaiting: "waiting", StepResolved: "queued"}
 
 
 @dataclass
@@ -80,18 +85,14 @@ async def commit(
     runs = by_run(batch)
     refused: dict[int, BaseException] = {}  # id(event) -> its error
     try:
-        async with writer.conn.transaction():
-            await _keys(writer.conn, runs, keys)
-            await _fence(writer.conn, runs, keys, epochs, refused)
-            rows = [
-                row
-                for run, queued in runs.items()
-                if id(queued[0][0]) not in refused
-                for row in split(run, queued, keys[run])
-            ]
+        if _plain(runs, keys, epochs):  # one INSERT: its own transaction, one round trip
+            rows = [row for run, queued in runs.items() for row in split(run, queued, keys[run])]
             values = await _rows(writer.conn, rows, refused)
             seqs = await _insert(writer.conn, values)
-            await _states(writer.conn, batch, keys, refused)
+        else:
+            values, seqs = await _transaction(
+                writer.conn, batch, runs=runs, keys=keys, epochs=epochs, refused=refused
+            )
     except psycopg.Error as exc:
         error = JournalError(f"cannot write to the journal at {where}: {exc}")
         keys.clear()
@@ -116,6 +117,40 @@ async def commit(
         for seq, events in zip(sorted(seqs), [w for w in written if w], strict=True)
         for index, (event, _, _) in enumerate(events)
     ]
+
+
+def _plain(runs: dict[str, list[Queued]], keys: dict[str, int], epochs: dict[str, int]) -> bool:
+    """Whether a commit is rows only: runs with keys already, held by no lease, no event that
+    decides, is audited or changes a run's queue state (a chain step, mostly)."""
+    return all(run in keys and run not in epochs for run in runs) and not any(
+        decides(event) or type(event) in _QUEUE_STATES
+        for queued in runs.values()
+        for event, _, _ in queued
+    )
+
+
+async def _transaction(
+    conn: Any,
+    batch: list[Queued],
+    *,
+    runs: dict[str, list[Queued]],
+    keys: dict[str, int],
+    epochs: dict[str, int],
+    refused: dict[int, BaseException],
+) -> tuple[list[tuple[tuple[object, ...], list[Queued]]], list[int]]:
+    async with conn.transaction():
+        await _keys(conn, runs, keys)
+        await _fence(conn, runs, keys, epochs, refused)
+        rows = [
+            row
+            for run, queued in runs.items()
+            if id(queued[0][0]) not in refused
+            for row in split(run, queued, keys[run])
+        ]
+        values = await _rows(conn, rows, refused)
+        seqs = await _insert(conn, values)
+        await _states(conn, batch, keys, refused)
+    return values, seqs
 
 
 async def _keys(conn: Any, runs: dict[str, list[Queued]], keys: dict[str, int]) -> None:
@@ -206,7 +241,7 @@ async def _states(
     for event, _, _ in batch:
         if id(event) in refused:
             continue
-        state = {RunDone: "done", RunWaiting: "waiting", StepResolved: "queued"}.get(type(event))
+        state = _QUEUE_STATES.get(type(event))
         if state is not None:
             changes.setdefault(state, []).append(keys[event.run_id])
     for state, run_keys in changes.items():
