@@ -160,6 +160,12 @@ def _add_serve_command(commands: Any) -> None:
         action="store_true",
         help="loopback development only: accept requests without a token, as the OS user",
     )
+    serve.add_argument(
+        "--worker",
+        action="store_true",
+        help="with --db postgresql://: also claim and run queued runs in this process (else "
+        "the server queues them for `ember worker`s)",
+    )
     _planner_options(serve, default="llama")
     _db_option(serve)
     serve.set_defaults(handler=_command("commands", "serve"))

@@ -100,7 +100,9 @@ def run(args: argparse.Namespace) -> int:
 def serve(args: argparse.Namespace) -> int:
     from ember.server import serve as serve_http
 
-    serve_http(settings(args), host=args.host, port=args.port, auth=not args.no_auth)
+    serve_http(
+        settings(args), host=args.host, port=args.port, auth=not args.no_auth, worker=args.worker
+    )
     return 0
 
 
