@@ -31,3 +31,37 @@ def test_every_command_opens_the_postgres_journal_it_is_given(
     # --db wins over EMBER_DB, and a SQLite file is still a SQLite file
     local = ember(env, "runs", "--db", str(tmp_path / "local.db"))
     assert run_id not in local.stdout + local.stderr
+
+
+def test_resume_leaves_the_workers_runs_to_the_workers(
+    postgres_db: str, ember_env: dict[str, str], tmp_path: Path
+) -> None:
+    """`ember resume --all` on a cluster's journal resumes only runs started outside the queue:
+    a run a worker holds (on another host, whose process it cannot see) is not taken."""
+    import asyncio
+
+    from ember.journal.leases import Leases
+
+    env = dict(ember_env, EMBER_DB=postgres_db, EMBER_AUDIT_KEY=str(tmp_path / "audit-key"))
+    ember(env, "runs")  # the schema
+    leases = Leases(postgres_db, "elsewhere:1", lease_s=60)
+
+    async def held_elsewhere() -> None:
+        from .test_journal import events_of
+
+        await leases.enqueue("r-held", "task")
+        (claim,) = await leases.claim()
+        from ember.journal.postgres import PostgresJournal
+
+        journal = PostgresJournal(postgres_db)
+        journal.hold("r-held", claim.epoch)
+        for event in events_of("r-held")[:3]:  # started, planned, a call in flight
+            await journal.append(event)
+        journal.close()
+        await leases.close()
+
+    asyncio.run(held_elsewhere())
+    resumed = ember(env, "resume", "--all")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "r-held is in the workers' queue" in resumed.stderr
+    assert "no interrupted runs" in resumed.stderr

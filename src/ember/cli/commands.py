@@ -121,6 +121,8 @@ def resume(args: argparse.Namespace) -> int:
             run_ids = (
                 runtime.interrupted_runs() if args.all else [runtime.journal.find_run(args.run_id)]
             )
+            if config.journal_url:  # a cluster's: runs in the workers' queue are theirs
+                run_ids = await _not_queued(config.journal_url, run_ids)
             if not run_ids:
                 say("no interrupted runs")
             for run_id in run_ids:
@@ -134,6 +136,25 @@ def resume(args: argparse.Namespace) -> int:
         return worst
 
     return asyncio.run(main())
+
+
+async def _not_queued(url: str, run_ids: list[str]) -> list[str]:
+    """The runs of `run_ids` that no worker may claim (started outside the queue): the
+    others are the workers' to take over, under their leases."""
+    from ember.journal.leases import Leases
+
+    leases = Leases(url, "")
+    mine = []
+    try:
+        for run_id in run_ids:
+            state = await leases.state(run_id)
+            if state is not None and (state[1] > 0 or state[0] == "queued"):  # claimed, or to be
+                say(f"{run_id} is in the workers' queue: `ember worker` takes it over")
+                continue
+            mine.append(run_id)
+    finally:
+        await leases.close()
+    return mine
 
 
 def runs(args: argparse.Namespace) -> int:
