@@ -60,6 +60,10 @@ def test_events_survive_reopening_the_journal(journal_at: Callable[[], Any]) -> 
     assert state.steps[1].result == {"temp_c": 3.5}
     assert [(r.run_id, r.status) for r in reopened.runs()] == [("r-1", RunStatus.SUCCEEDED)]
     assert reopened.find_run("r-") == "r-1"
+    asyncio.run(append_all(reopened, events_of("r-10")))
+    assert reopened.find_run("r-1") == "r-1"  # a whole id, though r-10 starts with it too
+    with pytest.raises(JournalError, match="ambiguous"):
+        reopened.find_run("r-")
     with pytest.raises(RunNotFoundError, match="no run 'r-2'"):
         reopened.read("r-2")
     reopened.close()

@@ -65,3 +65,24 @@ def test_resume_leaves_the_workers_runs_to_the_workers(
     assert resumed.returncode == 0, resumed.stderr
     assert "r-held is in the workers' queue" in resumed.stderr
     assert "no interrupted runs" in resumed.stderr
+
+
+def test_a_postgres_journal_is_a_data_destination_the_egress_list_must_allow(
+    postgres_db: str, tmp_path: Path
+) -> None:
+    from urllib.parse import urlsplit
+
+    import msgspec
+    import pytest
+
+    from ember.app import check_egress, destinations
+    from ember.config import Settings
+    from ember.errors import EgressError
+
+    parts = urlsplit(postgres_db)
+    host = f"{parts.hostname}:{parts.port or 5432}"
+    settings = Settings(tmp_path / "x.db", tmp_path / "demo", journal_url=postgres_db)
+    assert (host, "journal") in [(d.where, d.what) for d in destinations(settings)]
+    with pytest.raises(EgressError, match=f"journal via postgresql -> {host}"):
+        check_egress(msgspec.structs.replace(settings, egress=("10.9.9.9",)))
+    check_egress(msgspec.structs.replace(settings, egress=(str(parts.hostname),)))

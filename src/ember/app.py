@@ -97,8 +97,9 @@ def open_control(settings: Settings) -> Iterator[ControlPlane]:
 
 def destinations(settings: Settings) -> list[Destination]:
     """Every place the configuration can send data to, other than this process: tool sources
-    (their calls' arguments), the planner (the request and the catalogue) and the span exporter
-    (tool names and timings). Empty for the default configuration (`ember doctor`)."""
+    (their calls' arguments), the planner (the request and the catalogue), the span exporter
+    (tool names and timings) and a PostgreSQL journal (everything). Empty for the default
+    configuration (`ember doctor`)."""
     found = [
         Destination(source.destination, "tools", source.kinds[0] + ":" + _named(source))
         for source in settings.tools
@@ -108,7 +109,17 @@ def destinations(settings: Settings) -> list[Destination]:
         found.append(Destination(host_of(planner.base_url), "model", planner.model or "openai"))
     if settings.otlp_endpoint:
         found.append(Destination(host_of(settings.otlp_endpoint), "spans", "otlp"))
+    if settings.journal_url:  # every event of every run, the control plane
+        found.append(Destination(_database_host(settings.journal_url), "journal", "postgresql"))
     return [d for d in found if d.where != THIS_PROCESS]
+
+
+def _database_host(url: str) -> str:
+    """`HOST:PORT` of a PostgreSQL URL (5432 when it names no port)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return f"{parts.hostname or 'localhost'}:{parts.port or 5432}"
 
 
 def _named(source: ToolSource) -> str:

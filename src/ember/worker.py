@@ -1,11 +1,12 @@
 """`ember worker`: take runs from the shared PostgreSQL journal's queue and run them, holding a
 lease on each; take over the runs of workers that died, froze or were cut off.
 
-Every `poll_s` (and at once when a run of its own ends) a worker claims as many runs as it has
-free slots (`ember.journal.leases`: queued runs, and runs whose lease expired), and runs each:
-a run with no event yet is planned and executed (`Runtime.run`), any other is resumed
-(`Runtime.resume`) under the exactly-once rules: finished steps are reused, an interrupted
-idempotent call is made again with the same idempotency key, any other is held in doubt.
+Every `poll_s`, at once when a run is queued (LISTEN/NOTIFY) and when a run of its own ends, a
+worker claims as many runs as it has free slots (`ember.journal.leases`: queued runs, and runs
+whose lease expired), and runs each: a run with no event yet is planned and executed
+(`Runtime.run`), any other is resumed (`Runtime.resume`) under the exactly-once rules:
+finished steps are reused, an interrupted idempotent call is made again with the same
+idempotency key, any other is held in doubt.
 Its appends carry the lease epoch (`PostgresJournal.hold`), so once another worker has
 claimed the run, none of this worker's writes to it is committed (`FencedError`).
 
@@ -13,7 +14,8 @@ Leases are renewed every third of `lease_s`; a renewal that finds a run taken ov
 here (its last writes are refused by the journal). A run whose journal connection failed is
 left to its lease, which lapses for the next claim, by any worker, to resume it.
 
-Worst-case delays: a run in the queue starts within `poll_s`; the runs of a worker that died
+Worst-case delays: a run in the queue starts at once (a notification), within `poll_s` if the
+notification was missed (the listening connection was down); the runs of a worker that died
 are resumed within `lease_s + poll_s` of its last renewal, and a durable wait (`sleep`,
 `wait_until`) that comes due while its worker is gone, within the same bound.
 """
@@ -66,6 +68,7 @@ class Worker:
         stop = stop or asyncio.Event()
         async with asyncio.TaskGroup() as group:
             renewing = group.create_task(self._renew_forever())
+            listening = group.create_task(self.leases.listen(self._wake.set))
             try:
                 while not stop.is_set():
                     claimed = await self._claim(group)
@@ -74,6 +77,7 @@ class Worker:
                     await self._pause()
             finally:
                 renewing.cancel()
+                listening.cancel()
                 for task in self._tasks.values():
                     task.cancel()
                 self.runtime.leave_interrupted()

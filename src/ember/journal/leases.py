@@ -7,7 +7,8 @@ killed, frozen or cut off) with `SELECT ... FOR UPDATE SKIP LOCKED`, so workers 
 never wait for each other and never claim the same run; every claim bumps the run's `epoch`,
 which the journal's appends carry and check (`ember.journal.postgres`: fencing). The holder
 renews its leases well before they end; a renewal that finds the epoch moved on tells it the run
-was taken over.
+was taken over. Queueing a run NOTIFYs `ember_queue`, so listening workers claim it at once
+rather than at their next poll.
 
 Times are epoch seconds from the database's clock (one clock for every worker), or from an
 injected `clock` (tests of expiry use a fake one). A run started outside the queue (`ember run`
@@ -16,6 +17,7 @@ on this journal) has no lease (`lease_until` NULL) and is never claimed.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -23,7 +25,9 @@ import msgspec
 
 from ember.errors import JournalError
 
-__all__ = ["Claim", "Leases"]
+__all__ = ["CHANNEL", "Claim", "Leases"]
+
+CHANNEL = "ember_queue"  # NOTIFY'd with the run id when a run is queued
 
 _NOW = "COALESCE(%(now)s::float8, extract(epoch FROM clock_timestamp()))"
 _CLAIM = f"""
@@ -93,12 +97,31 @@ class Leases:
         return self.clock() if self.clock is not None else None
 
     async def enqueue(self, run_id: str, task: str, principal: str = "") -> None:
-        """Put a new run in the queue for a worker to plan and run."""
+        """Put a new run in the queue for a worker to plan and run, and wake the workers that
+        listen (`listen`)."""
         await self._execute(
-            "INSERT INTO runs(run_id, state, task, principal, queued_at) "
-            f"VALUES (%(run)s, 'queued', %(task)s, %(principal)s, {_NOW})",
+            "WITH queued AS (INSERT INTO runs(run_id, state, task, principal, queued_at) "
+            f"VALUES (%(run)s, 'queued', %(task)s, %(principal)s, {_NOW}) RETURNING run_id) "
+            f"SELECT pg_notify('{CHANNEL}', run_id) FROM queued",
             {"run": run_id, "task": task, "principal": principal, "now": self._now()},
         )
+
+    async def listen(self, heard: Callable[[], None]) -> None:
+        """Call `heard` whenever a run is queued (LISTEN/NOTIFY), until cancelled; on its own
+        connection, made again (after a pause) if it breaks. A notification can be missed
+        while that connection is down: claims also poll."""
+        import psycopg
+
+        while True:
+            try:
+                conn = await psycopg.AsyncConnection.connect(self.url, autocommit=True)
+                async with conn:
+                    await conn.execute(f"LISTEN {CHANNEL}")
+                    heard()  # whatever was queued while nobody listened
+                    async for _ in conn.notifies():
+                        heard()
+            except psycopg.OperationalError:
+                await asyncio.sleep(1.0)
 
     async def claim(self, limit: int = 1) -> list[Claim]:
         """Up to `limit` runs that are queued or whose lease expired, now held by this worker

@@ -233,7 +233,13 @@ class PostgresJournal:
         return [event for seq, body, crc in rows for event in self._decode(seq, body, crc)]
 
     def find_run(self, prefix: str) -> str:
-        """The full id of the run whose id starts with `prefix`."""
+        """The full id of the run whose id starts with `prefix`, or is `prefix`."""
+        if self._query(
+            "SELECT 1 FROM runs r WHERE run_id = %s AND EXISTS "
+            "(SELECT 1 FROM events e WHERE e.run_key = r.run_key)",
+            (prefix,),
+        ):
+            return prefix
         escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         rows = self._query(
             "SELECT run_id FROM runs WHERE run_id LIKE %s AND EXISTS "

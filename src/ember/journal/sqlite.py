@@ -414,7 +414,10 @@ class SQLiteJournal:
         return [event for seq, body, crc in rows for event in self._decode(seq, body, crc)]
 
     def find_run(self, prefix: str) -> str:
-        """The full id of the run whose id starts with `prefix` (ids are long to type)."""
+        """The full id of the run whose id starts with `prefix` (ids are long to type), or is
+        `prefix` (a whole id is never ambiguous)."""
+        if self._db.execute("SELECT 1 FROM runs WHERE run_id=?", (prefix,)).fetchone():
+            return prefix
         rows = self._db.execute(
             "SELECT run_id FROM runs WHERE run_id LIKE ? ESCAPE '\\' LIMIT 2",
             (prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%",),

@@ -3,8 +3,9 @@
 The harness queues `runs` runs of `steps` side-effecting steps (`ember.measure.fx`: each call
 is a row its tool writes itself) in the shared journal, starts `workers` worker processes, and
 while they work SIGKILLs one at random every `kill_every_s` on average and starts a new one in
-its place; once, a third of the way in, it terminates every backend connection of the database
-(`pg_terminate_backend`): every worker's journal, lease and tool connections at once.
+its place; once, a third of the way in (by effects recorded), it terminates every backend
+connection of the database (`pg_terminate_backend`): every worker's journal, lease and tool
+connections at once.
 
 - idempotent runs (`effect`): an interrupted call is made again with the same idempotency key,
   which the tool dedupes. Expected: 0 lost, 0 duplicated, 0 in doubt.
@@ -143,7 +144,7 @@ def run_cluster_chaos(
         asyncio.run(_enqueue(url, ids, once))
         cluster = _Cluster(url, root, lease_s)
         started = time.monotonic()
-        churn = _Churn(url, ids, kill_every_s, started + timeout_s)
+        churn = _Churn(url, ids, steps, kill_every_s, started + timeout_s)
         try:
             for _ in range(workers):
                 cluster.start()
@@ -167,6 +168,7 @@ class _Churn(msgspec.Struct):
 
     url: str
     ids: list[str]
+    steps: int
     kill_every_s: float
     deadline: float
     kills: list[tuple[float, list[str]]] = []
@@ -180,7 +182,7 @@ def _churn(
     import psycopg
 
     ids = churn.ids
-    terminate_at: int | None = len(ids) // 3
+    terminate_at: int | None = len(ids) * churn.steps // 3  # effects: a third of the way
     next_kill: float | None = None
     with psycopg.connect(churn.url, autocommit=True) as db:
         while time.monotonic() < churn.deadline:
@@ -193,7 +195,7 @@ def _churn(
                 return
             if states.get("waiting"):
                 report.in_doubt += _resolve(churn.url, db, ids)
-            if terminate_at is not None and done >= terminate_at:
+            if terminate_at is not None and _effects(db, ids) >= terminate_at:
                 report.terminated += _terminate(db)
                 terminate_at = None  # once
                 _say(f"terminated {report.terminated} backend connections")
@@ -204,6 +206,11 @@ def _churn(
                 next_kill = time.monotonic() + rng.expovariate(1 / churn.kill_every_s)
             _say(f"{done}/{len(ids)} runs done, {report.killed} workers killed")
             time.sleep(0.25)
+
+
+def _effects(db: Any, ids: list[str]) -> int:
+    row = db.execute("SELECT count(*) FROM fx_effects WHERE run = ANY(%s)", (ids,)).fetchone()
+    return int(row[0]) if row else 0
 
 
 def _terminate(db: Any) -> int:
@@ -263,12 +270,16 @@ def _resolve(url: str, db: Any, ids: list[str]) -> int:
                     continue
                 decision = "skip" if effects.get((run_id, step_id)) else "retry"
                 command = [sys.executable, "-m", "ember.cli", "runs", "resolve", "--db", url]
-                subprocess.run(
+                done = subprocess.run(
                     [*command, run_id, str(step_id), f"--{decision}"],
-                    check=True,
+                    check=False,
                     capture_output=True,
+                    text=True,
                     timeout=120,
                 )
+                if done.returncode != 0:  # said, and tried again at the next look
+                    _say(f"ember runs resolve {run_id} {step_id} failed: {done.stderr[-500:]}")
+                    continue
                 resolved += 1
     finally:
         journal.close()
