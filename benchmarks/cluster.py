@@ -107,14 +107,17 @@ def chain_steps(journal: Any, runs: int = 40) -> list[float]:
     return asyncio.run(main())
 
 
-def concurrent_steps_per_s(journal: Any, runs: int) -> float:
-    """`runs` 20-step chains at once in one process: durable steps a second."""
+def concurrent_steps_per_s(journal: Any, runs: int, store: Any = None) -> float:
+    """`runs` 20-step chains at once in one process: durable steps a second. `store`: the
+    control plane's rows, to decide and audit every call as a worker does."""
     from ember import Runtime, ScriptedPlanner
+    from ember.policy.control import ControlPlane
+
+    control = ControlPlane(store) if store is not None else None
 
     async def main() -> float:
-        runtime = Runtime(
-            _chain_registry(), ScriptedPlanner({"chain": _chain_plan(STEPS)}), journal
-        )
+        planner = ScriptedPlanner({"chain": _chain_plan(STEPS)})
+        runtime = Runtime(_chain_registry(), planner, journal, control=control)
         start = time.perf_counter()
         results = await asyncio.gather(*(runtime.run("chain") for _ in range(runs)))
         assert all(r.status == "succeeded" for r in results)
@@ -292,6 +295,8 @@ def main() -> int:
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
     from ember import SQLiteJournal
+    from ember.journal.control import ControlStore
+    from ember.journal.pgcontrol import PostgresControlStore
     from ember.journal.postgres import PostgresJournal
 
     out: dict[str, Any] = {}
@@ -301,11 +306,19 @@ def main() -> int:
         sqlite = SQLiteJournal(Path(tmp) / "b.db")
         out["sqlite.chain_step_us"] = _median_p99([s * 1e6 for s in chain_steps(sqlite)])
         out["sqlite.steps_per_s_one_process"] = concurrent_steps_per_s(sqlite, args.runs)
+        store = ControlStore(Path(tmp) / "b.db")
+        out["sqlite.steps_per_s_one_process_control"] = concurrent_steps_per_s(
+            sqlite, args.runs, store
+        )
+        store.close()
         sqlite.close()
     with scratch(args.db) as url:
         pg = PostgresJournal(url)
         out["pg.chain_step_us"] = _median_p99([s * 1e6 for s in chain_steps(pg)])
         out["pg.steps_per_s_one_process"] = concurrent_steps_per_s(pg, args.runs)
+        pg_store = PostgresControlStore(url)
+        out["pg.steps_per_s_one_process_control"] = concurrent_steps_per_s(pg, args.runs, pg_store)
+        pg_store.close()
         pg.close()
     for workers in (1, 2, 4):
         out[f"pg.steps_per_s_{workers}_workers"] = workers_steps_per_s(args.db, workers, args.runs)
@@ -338,12 +351,14 @@ def _print(out: dict[str, Any]) -> None:
     base = out["sqlite.steps_per_s_one_process"]
     for key, label in (
         ("sqlite.steps_per_s_one_process", "SQLite, one process"),
+        ("sqlite.steps_per_s_one_process_control", "SQLite, one process (control plane on)"),
         ("pg.steps_per_s_one_process", "PostgreSQL, one process"),
+        ("pg.steps_per_s_one_process_control", "PostgreSQL, one process (control plane on)"),
         ("pg.steps_per_s_1_workers", "PostgreSQL, 1 worker (control plane on)"),
         ("pg.steps_per_s_2_workers", "PostgreSQL, 2 workers (control plane on)"),
         ("pg.steps_per_s_4_workers", "PostgreSQL, 4 workers (control plane on)"),
     ):
-        print(f"durable steps/s, {label:<44} {out[key]:>9.0f}  x SQLite {out[key] / base:.2f}")
+        print(f"durable steps/s, {label:<46} {out[key]:>9.0f}  x SQLite {out[key] / base:.2f}")
     median, p99 = out["takeover_ms"]
     floor = out["takeover_floor_ms"]
     print(
