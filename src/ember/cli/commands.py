@@ -86,6 +86,8 @@ def run(args: argparse.Namespace) -> int:
             result = await runtime.run(args.task, today=args.today, principal=principal)
             # it owns only its own run; others left by a dead process are named, not taken
             others = [r for r in runtime.interrupted_runs(limit=100) if r != result.run_id]
+            if config.journal_url:  # a cluster's: the workers' runs are not interrupted
+                others = await _not_queued(config.journal_url, others, quiet=True)
             return result, others
 
     result, others = asyncio.run(main())
@@ -138,7 +140,7 @@ def resume(args: argparse.Namespace) -> int:
     return asyncio.run(main())
 
 
-async def _not_queued(url: str, run_ids: list[str]) -> list[str]:
+async def _not_queued(url: str, run_ids: list[str], *, quiet: bool = False) -> list[str]:
     """The runs of `run_ids` that no worker may claim (started outside the queue): the
     others are the workers' to take over, under their leases."""
     from ember.journal.leases import Leases
@@ -149,7 +151,8 @@ async def _not_queued(url: str, run_ids: list[str]) -> list[str]:
         for run_id in run_ids:
             state = await leases.state(run_id)
             if state is not None and (state[1] > 0 or state[0] == "queued"):  # claimed, or to be
-                say(f"{run_id} is in the workers' queue: `ember worker` takes it over")
+                if not quiet:
+                    say(f"{run_id} is in the workers' queue: `ember worker` takes it over")
                 continue
             mine.append(run_id)
     finally:
