@@ -86,3 +86,22 @@ def test_a_postgres_journal_is_a_data_destination_the_egress_list_must_allow(
     with pytest.raises(EgressError, match=f"journal via postgresql -> {host}"):
         check_egress(msgspec.structs.replace(settings, egress=("10.9.9.9",)))
     check_egress(msgspec.structs.replace(settings, egress=(str(parts.hostname),)))
+
+
+def test_enqueue_then_a_worker_runs_it_once(
+    postgres_db: str, ember_env: dict[str, str], tmp_path: Path
+) -> None:
+    env = dict(ember_env, EMBER_DB=postgres_db, EMBER_AUDIT_KEY=str(tmp_path / "audit-key"))
+    queued = ember(env, "enqueue", "What's the weather in Tokyo on 2026-03-03?")
+    assert queued.returncode == 0, queued.stderr
+    run_id = queued.stdout.strip()
+    worked = ember(env, "worker", "--planner", "scripted", "--once", "--poll", "0.1")
+    assert worked.returncode == 0, worked.stderr
+    assert f"{run_id}: starting (lease epoch 1)" in worked.stderr
+    assert f"{run_id}: succeeded" in worked.stderr
+    shown = json.loads(ember(env, "runs", "show", run_id, "--json").stdout)
+    assert shown["run"]["steps"]["1"]["result"]["city"] == "Tokyo"
+    local = dict(env, EMBER_DB=str(tmp_path / "local.db"))
+    refused = ember(local, "worker", "--once")
+    assert refused.returncode == 2
+    assert "needs the shared journal: --db postgresql://" in refused.stderr
