@@ -276,3 +276,38 @@ def test_a_durable_sleep_finishes_at_its_deadline_on_the_worker_that_took_it_ove
     assert done.at >= intent.at + seconds
     assert done.at < resumed.at + seconds  # the rest of the sleep, not a new one
     journal.close()
+
+
+def test_a_stopped_worker_hands_its_runs_over_at_once(postgres_db: str, tmp_path: Path) -> None:
+    """SIGTERM (a rolling restart): the worker stops, then gives its runs up, so another takes
+    them over now, not when their (here minute-long) leases would have ended."""
+    steps = 8
+    root = cluster_dir(tmp_path, steps)
+    fx.prepare(postgres_db)
+    journal = PostgresJournal(postgres_db)
+    leases = Leases(postgres_db, "test:0")
+    asyncio.run(leases.enqueue("r-stop", "chain"))
+    first, first_log = _worker(postgres_db, root, "first", lease=60.0)
+    second = None
+    try:
+        _until(lambda: sum(fx.counts(postgres_db).values()) >= 2, "the first worker's effects")
+        first.send_signal(signal.SIGTERM)
+        assert first.wait(timeout=30) == 0
+        second, second_log = _worker(postgres_db, root, "second", lease=60.0)
+
+        def done() -> bool:
+            state = asyncio.run(leases.state("r-stop"))
+            return state is not None and state[0] == "done"
+
+        _until(done, "the second worker to take the run over", timeout=40.0, log=second_log)
+    finally:
+        for child in (first, second):
+            if child is not None and child.poll() is None:
+                child.terminate()
+                child.wait(timeout=30)
+        asyncio.run(leases.close())
+    assert "r-stop: resuming (lease epoch 2)" in second_log.read_text()
+    assert fx.counts(postgres_db) == {("r-stop", n): 1 for n in range(1, steps + 1)}
+    assert fold("r-stop", journal.read("r-stop")).status is RunStatus.SUCCEEDED
+    assert "Traceback" not in first_log.read_text()
+    journal.close()

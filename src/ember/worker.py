@@ -59,6 +59,7 @@ class Worker:
         self.say = say or _say
         self.finished: list[RunResult] = []
         self._held: dict[str, int] = {}  # run id -> epoch
+        self.left: dict[str, int] = {}  # the runs held when `serve` stopped
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._wake = asyncio.Event()
 
@@ -78,9 +79,19 @@ class Worker:
             finally:
                 renewing.cancel()
                 listening.cancel()
+                self.left = dict(self._held)
                 for task in self._tasks.values():
                     task.cancel()
                 self.runtime.leave_interrupted()
+
+    async def give_up(self) -> None:
+        """Let another worker take the runs this one left when it stopped (`left`) at once,
+        rather than when their leases end. Call it once no tool call of theirs can still be
+        running here (the runtime is closed: its thread pool has finished)."""
+        for run_id, epoch in self.left.items():
+            with contextlib.suppress(JournalError):
+                await self.leases.expire(run_id, epoch)
+        self.left = {}
 
     async def _pause(self) -> None:
         """Until the next claim: `poll_s`, or less when a run of this worker ended."""

@@ -43,16 +43,19 @@ def worker(args: argparse.Namespace) -> int:
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
         leases = Leases(url, owner_id(), lease_s=args.lease)
-        async with open_runtime(config) as runtime:
-            journal = runtime.journal
-            assert isinstance(journal, PostgresJournal)
-            pool = Worker(runtime, journal, leases, slots=args.slots, poll_s=args.poll)
-            print(f"ember worker: {owner_id()} claiming runs", file=sys.stderr, flush=True)
-            try:
+        try:
+            async with open_runtime(config) as runtime:
+                journal = runtime.journal
+                assert isinstance(journal, PostgresJournal)
+                pool = Worker(runtime, journal, leases, slots=args.slots, poll_s=args.poll)
+                print(f"ember worker: {owner_id()} claiming runs", file=sys.stderr, flush=True)
                 await pool.serve(stop, once=args.once)
-            finally:
-                with contextlib.suppress(Exception):
-                    await leases.close()
+            # the runtime is closed (no tool call of a left run still runs here): hand the
+            # runs this worker held over now, not when their leases end
+            await pool.give_up()
+        finally:
+            with contextlib.suppress(Exception):
+                await leases.close()
         return 0
 
     return asyncio.run(main())
