@@ -87,7 +87,7 @@ async def commit(
     try:
         if _plain(runs, keys, epochs):  # one INSERT: its own transaction, one round trip
             rows = [row for run, queued in runs.items() for row in split(run, queued, keys[run])]
-            values = await _rows(writer.conn, rows, refused)
+            values = _unaudited(rows)
             seqs = await _insert(writer.conn, values)
         else:
             values, seqs = await _transaction(
@@ -138,69 +138,75 @@ async def _transaction(
     epochs: dict[str, int],
     refused: dict[int, BaseException],
 ) -> tuple[list[tuple[tuple[object, ...], list[Queued]]], list[int]]:
-    async with conn.transaction():
-        await _keys(conn, runs, keys)
-        await _fence(conn, runs, keys, epochs, refused)
+    """The commit as one transaction in two round trips (pipeline mode): the reads (new runs'
+    keys, the held runs' epochs under a share lock, the control version and the audit head),
+    then the writes and the commit. The audit head stays locked for one round trip."""
+    new = [run for run in runs if run not in keys]
+    held = [run for run in runs if run in epochs]
+    deciding = any(decides(event) for queued in runs.values() for event, _, _ in queued)
+    async with conn.pipeline(), conn.transaction():
+        if new:
+            await conn.execute(
+                "INSERT INTO runs(run_id) SELECT unnest(%s::text[]) ON CONFLICT (run_id) "
+                "DO NOTHING",
+                (new,),
+            )
+        reads = [
+            await conn.execute(sql, params) if wanted else None
+            for wanted, sql, params in (
+                (new, "SELECT run_id, run_key FROM runs WHERE run_id = ANY(%s)", (new,)),
+                (held, "SELECT run_id, epoch FROM runs WHERE run_id = ANY(%s) FOR SHARE", (held,)),
+                (deciding, "SELECT version FROM control WHERE id = 0 FOR SHARE", ()),
+                (deciding, "SELECT seq, chain FROM audit_head WHERE id = 0 FOR UPDATE", ()),
+            )
+        ]
+        found, fence, version, head = [
+            await cursor.fetchall() if cursor is not None else [] for cursor in reads
+        ]
+        keys.update(dict(found))
+        _fenced(runs, epochs, dict(fence), refused)
         rows = [
             row
             for run, queued in runs.items()
             if id(queued[0][0]) not in refused
             for row in split(run, queued, keys[run])
         ]
-        values = await _rows(conn, rows, refused)
-        seqs = await _insert(conn, values)
+        if deciding:
+            seq, digest = head[0]
+            chained = (int(seq), bytes(digest) if digest is not None else None)
+            values, chained = _chained(rows, refused, int(version[0][0]), chained)
+            await conn.execute("UPDATE audit_head SET seq = %s, chain = %s WHERE id = 0", chained)
+        else:
+            values = _unaudited(rows)
+        inserted = await conn.execute(_INSERT, _columns(values)) if values else None
         await _states(conn, batch, keys, refused)
+    seqs = [seq for (seq,) in await inserted.fetchall()] if inserted is not None else []
     return values, seqs
 
 
-async def _keys(conn: Any, runs: dict[str, list[Queued]], keys: dict[str, int]) -> None:
-    new = [run for run in runs if run not in keys]
-    if not new:
-        return
-    await conn.execute(
-        "INSERT INTO runs(run_id) SELECT unnest(%s::text[]) ON CONFLICT (run_id) DO NOTHING",
-        (new,),
-    )
-    cursor = await conn.execute("SELECT run_id, run_key FROM runs WHERE run_id = ANY(%s)", (new,))
-    for run_id, run_key in await cursor.fetchall():
-        keys[run_id] = run_key
-
-
-async def _fence(
-    conn: Any,
+def _fenced(
     runs: dict[str, list[Queued]],
-    keys: dict[str, int],
     epochs: dict[str, int],
+    current: dict[str, int],
     refused: dict[int, BaseException],
 ) -> None:
-    held = [run for run in runs if run in epochs]
-    if not held:
-        return
-    cursor = await conn.execute(
-        "SELECT run_id, epoch FROM runs WHERE run_key = ANY(%s) FOR SHARE",
-        ([keys[run] for run in held],),
-    )
-    for run_id, current in await cursor.fetchall():
-        if current != epochs[run_id]:
-            error = FencedError(run_id, epochs[run_id], current)
+    """Refuse every event of a held run whose epoch moved on (another worker claimed it)."""
+    for run_id, epoch in current.items():
+        if epoch != epochs[run_id]:
+            error = FencedError(run_id, epochs[run_id], epoch)
             for event, _, _ in runs[run_id]:
                 refused[id(event)] = error
 
 
-async def _rows(
-    conn: Any, rows: list[Row], refused: dict[int, BaseException]
-) -> list[tuple[tuple[object, ...], list[Queued]]]:
-    """Each row's column values with the events it holds: audit entries chained after the
-    head, and events decided under an outdated version left out (refused)."""
-    if all(row.decider is None for row in rows):
-        return [
-            ((*encoded(r.run_id, r.events, r.run_key), None, None, None), r.events) for r in rows
-        ]
-    cursor = await conn.execute("SELECT version FROM control WHERE id = 0 FOR SHARE")
-    version = (await cursor.fetchone())[0]
-    cursor = await conn.execute("SELECT seq, chain FROM audit_head WHERE id = 0 FOR UPDATE")
-    seq, digest = await cursor.fetchone()
-    head: Head = (seq, bytes(digest) if digest is not None else None)
+def _unaudited(rows: list[Row]) -> list[tuple[tuple[object, ...], list[Queued]]]:
+    return [((*encoded(r.run_id, r.events, r.run_key), None, None, None), r.events) for r in rows]
+
+
+def _chained(
+    rows: list[Row], refused: dict[int, BaseException], version: int, head: Head
+) -> tuple[list[tuple[tuple[object, ...], list[Queued]]], Head]:
+    """Each row's column values with the events it holds: audit entries chained after
+    `head`, and events decided under a version other than `version` left out (refused)."""
     values: list[tuple[tuple[object, ...], list[Queued]]] = []
     for row in rows:
         decider, events = row.decider, row.events
@@ -218,10 +224,11 @@ async def _rows(
             continue
         head = (head[0] + 1, chain(head[1], entry))
         values.append(((*base, head[0], entry, head[1]), events))
-    await conn.execute(
-        "UPDATE audit_head SET seq = %s, chain = %s WHERE id = 0", (head[0], head[1])
-    )
-    return values
+    return values, head
+
+
+def _columns(values: list[tuple[tuple[object, ...], list[Queued]]]) -> list[list[object]]:
+    return [list(column) for column in zip(*[row for row, _ in values], strict=True)]
 
 
 async def _insert(conn: Any, values: list[tuple[tuple[object, ...], list[Queued]]]) -> list[int]:
