@@ -52,3 +52,8 @@ def ember(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
         timeout=120,
         check=False,
     )
+
+
+from .backends import journal_at, location, postgres_db  # noqa: E402  (fixtures)
+
+__all__ = ["journal_at", "location", "postgres_db"]

@@ -182,18 +182,27 @@ def test_entries_are_canonical_json() -> None:
     )
 
 
-def test_two_writers_keep_one_chain_and_a_stale_decision_is_refused(tmp_path: Path) -> None:
-    """Two journals on one file (two processes' worth) chain their entries one after the other;
-    a decision made under a version that moved is not written."""
+def test_two_writers_keep_one_chain_and_a_stale_decision_is_refused(
+    location: Path | str,
+) -> None:
+    """Two journals on one database (two processes' worth) chain their entries one after the
+    other; a decision made under a version that moved is not written. On both backends."""
     import asyncio
 
-    from ember import SQLiteJournal
     from ember.errors import PolicyChangedError
     from ember.journal import StepIntent
-    from ember.journal.control import ControlStore
+    from ember.journal.control import ControlRows, ControlStore
 
-    path = tmp_path / "two.db"
-    first, second, store = SQLiteJournal(path), SQLiteJournal(path), ControlStore(path)
+    from .backends import open_at
+
+    first, second = open_at(location), open_at(location)
+    store: ControlRows
+    if isinstance(location, str):
+        from ember.journal.pgcontrol import PostgresControlStore
+
+        store = PostgresControlStore(location)
+    else:
+        store = ControlStore(location)
 
     def intent(run: str, step: int, version: int) -> StepIntent:
         return StepIntent(run, 1.0, step, "record", {"n": step}, f"{run}:{step}:k", "bob", version)

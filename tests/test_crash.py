@@ -21,8 +21,14 @@ from .test_recovery import crashed_journal
 
 
 @pytest.mark.parametrize("idempotent", [True, False])
-def test_sigkill_at_random_instants_never_loses_or_repeats_an_effect(idempotent: bool) -> None:
-    report = run_chaos(trials=6, steps=40, durability="normal", idempotent=idempotent, seed=7)
+def test_sigkill_at_random_instants_never_loses_or_repeats_an_effect(
+    idempotent: bool, location: Path | str
+) -> None:
+    """On both journals: a SQLite file a trial, or one PostgreSQL database for all trials."""
+    shared = location if isinstance(location, str) else None
+    report = run_chaos(
+        trials=6, steps=40, durability="normal", idempotent=idempotent, seed=7, db=shared
+    )
     assert report.crashed >= 3  # most kills land mid-run
     assert report.lost == 0
     assert report.duplicated == 0

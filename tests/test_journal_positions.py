@@ -4,7 +4,8 @@ commit is exactly what `read_after` reads back, in journal order, decisions incl
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
+from collections.abc import Callable
+from typing import Any
 
 from ember import Step
 from ember.journal import (
@@ -14,7 +15,6 @@ from ember.journal import (
     RunDone,
     RunStarted,
     RunStatus,
-    SQLiteJournal,
     StepDone,
     StepIntent,
 )
@@ -32,7 +32,7 @@ def _events(run_id: str) -> list[object]:
     ]
 
 
-async def _write(journal: SQLiteJournal | MemoryJournal, runs: list[str]) -> None:
+async def _write(journal: Any, runs: list[str]) -> None:
     async def one(run_id: str) -> None:
         events = _events(run_id)
         journal.append_soon(events[0])  # type: ignore[arg-type]
@@ -43,8 +43,8 @@ async def _write(journal: SQLiteJournal | MemoryJournal, runs: list[str]) -> Non
     await asyncio.gather(*(one(run_id) for run_id in runs))
 
 
-def test_watched_positions_are_the_ones_read_back(tmp_path: Path) -> None:
-    for journal in (SQLiteJournal(tmp_path / "j.db"), MemoryJournal()):
+def test_watched_positions_are_the_ones_read_back(journal_at: Callable[[], Any]) -> None:
+    for journal in (journal_at(), MemoryJournal()):
         seen: list[Recorded] = []
         journal.watch(seen.extend)
         runs = [f"r-{i}" for i in range(12)]  # more runs than one statement writes
@@ -58,12 +58,10 @@ def test_watched_positions_are_the_ones_read_back(tmp_path: Path) -> None:
             for cut in range(len(mine)):
                 assert journal.read_after(run_id, mine[cut].position) == mine[cut + 1 :]
         assert journal.read_after("r-0", START)[0].event == _events("r-0")[0]
-        if isinstance(journal, SQLiteJournal):
-            journal.close()
 
 
-def test_runs_are_filtered_and_paged(tmp_path: Path) -> None:
-    journal = SQLiteJournal(tmp_path / "j.db")
+def test_runs_are_filtered_and_paged(journal_at: Callable[[], Any]) -> None:
+    journal = journal_at()
     asyncio.run(_write(journal, [f"r-{i}" for i in range(30)]))
 
     async def started(run_id: str, principal: str) -> None:

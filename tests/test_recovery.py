@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ember import Plan, Runtime, SQLiteJournal, Step, ToolRegistry, tool
+from ember import Plan, Runtime, Step, ToolRegistry, tool
 from ember.errors import NondeterminismError, UserError
 from ember.journal import (
     Decision,
@@ -28,6 +28,8 @@ from ember.plan import resolve
 from ember.testing import FakeClock, ScriptedPlanner
 from ember.tools.demo import DemoWorld, demo_registry
 from ember.tools.transport import ToolResult
+
+from .backends import open_at
 
 
 class Effects:
@@ -57,16 +59,16 @@ class Effects:
 
 
 def crashed_journal(
-    path: Path,
+    path: Path | str,
     plan: list[Step],
     done: dict[int, Any],
     interrupted: list[int],
     *,
     plan_done: bool = True,
-) -> SQLiteJournal:
+) -> Any:
     """The journal a crash leaves: steps in `done` finished, those in `interrupted` have an
     intent and no outcome."""
-    journal = SQLiteJournal(path)
+    journal = open_at(path)
     events: list[Event] = [RunStarted("r-1", 100.0, "task", "scripted", "2026-03-02", "gone:1")]
     events += [PlanStep("r-1", 100.0, step) for step in plan]
     if plan_done:
@@ -96,11 +98,11 @@ CHAIN = [
 
 
 def test_finished_steps_are_reused_and_idempotent_ones_redispatched_with_the_same_key(
-    tmp_path: Path,
+    location: Path | str,
 ) -> None:
     effects = Effects()
     journal = crashed_journal(
-        tmp_path / "j.db", [*CHAIN[:2], Step(4, "charge", {"n": 4})], {1: {"n": 1}}, [2]
+        location, [*CHAIN[:2], Step(4, "charge", {"n": 4})], {1: {"n": 1}}, [2]
     )
     runtime = Runtime(effects.registry(), None, journal)
     result = asyncio.run(runtime.resume("r-1"))
@@ -128,10 +130,10 @@ def test_finished_steps_are_reused_and_idempotent_ones_redispatched_with_the_sam
     ],
 )
 def test_non_idempotent_step_waits_in_doubt_for_a_decision(
-    tmp_path: Path, decision: Decision, calls: list[tuple[str, int]], status: RunStatus
+    location: Path | str, decision: Decision, calls: list[tuple[str, int]], status: RunStatus
 ) -> None:
     effects = Effects()
-    journal = crashed_journal(tmp_path / "j.db", CHAIN, {1: {"n": 1}, 2: {"n": 2}}, [3])
+    journal = crashed_journal(location, CHAIN, {1: {"n": 1}, 2: {"n": 2}}, [3])
     runtime = Runtime(effects.registry(), None, journal)
     waiting = asyncio.run(runtime.resume("r-1"))
     assert waiting.status is RunStatus.WAITING
@@ -163,8 +165,10 @@ def test_non_idempotent_step_waits_in_doubt_for_a_decision(
     journal.close()
 
 
-def test_a_replanned_step_that_differs_from_the_journal_is_nondeterminism(tmp_path: Path) -> None:
-    journal = crashed_journal(tmp_path / "j.db", CHAIN[:2], {1: {"n": 1}}, [], plan_done=False)
+def test_a_replanned_step_that_differs_from_the_journal_is_nondeterminism(
+    location: Path | str,
+) -> None:
+    journal = crashed_journal(location, CHAIN[:2], {1: {"n": 1}}, [], plan_done=False)
     changed = Plan([Step(1, "charge", {"n": 1}), Step(2, "launch", {"n": 2})])
     runtime = Runtime(Effects().registry(), ScriptedPlanner({"task": changed}), journal)
     with pytest.raises(NondeterminismError) as caught:
@@ -176,9 +180,9 @@ def test_a_replanned_step_that_differs_from_the_journal_is_nondeterminism(tmp_pa
     journal.close()
 
 
-def test_an_unfinished_plan_is_planned_again_and_continued(tmp_path: Path) -> None:
+def test_an_unfinished_plan_is_planned_again_and_continued(location: Path | str) -> None:
     effects = Effects()
-    journal = crashed_journal(tmp_path / "j.db", CHAIN[:1], {1: {"n": 1}}, [], plan_done=False)
+    journal = crashed_journal(location, CHAIN[:1], {1: {"n": 1}}, [], plan_done=False)
     runtime = Runtime(effects.registry(), ScriptedPlanner({"task": Plan(CHAIN[:2])}), journal)
     result = asyncio.run(runtime.resume("r-1"))
     assert result.status is RunStatus.SUCCEEDED
@@ -187,11 +191,11 @@ def test_an_unfinished_plan_is_planned_again_and_continued(tmp_path: Path) -> No
 
 
 def test_a_durable_sleep_keeps_its_deadline_across_a_restart(
-    tmp_path: Path, world: DemoWorld
+    location: Path | str, world: DemoWorld
 ) -> None:
     clock = FakeClock(start=160.0)  # the process restarts 60 s after the intent was written
     step = Step(1, "sleep", {"seconds": 100})
-    journal = crashed_journal(tmp_path / "j.db", [step], {}, [1])
+    journal = crashed_journal(location, [step], {}, [1])
     runtime = Runtime(demo_registry(world), None, journal, wall=clock, sleep=clock.sleep)
     result = asyncio.run(runtime.resume("r-1"))
     assert result.status is RunStatus.SUCCEEDED
@@ -201,7 +205,7 @@ def test_a_durable_sleep_keeps_its_deadline_across_a_restart(
     journal.close()
 
 
-def test_an_async_tool_is_reattached_to_its_job_not_submitted_again(tmp_path: Path) -> None:
+def test_an_async_tool_is_reattached_to_its_job_not_submitted_again(location: Path | str) -> None:
     submitted: list[str] = []
     waited: list[str] = []
 
@@ -220,7 +224,7 @@ def test_an_async_tool_is_reattached_to_its_job_not_submitted_again(tmp_path: Pa
     registry = ToolRegistry()
     registry.register(_render_descriptor(), transport=Jobs())
     step = Step(1, "render", {"title": "Q1"})
-    journal = crashed_journal(tmp_path / "j.db", [step], {}, [1])
+    journal = crashed_journal(location, [step], {}, [1])
     asyncio.run(journal.append(StepJob("r-1", 101.0, 1, "job-41")))
     result = asyncio.run(Runtime(registry, None, journal).resume("r-1"))
     assert result.status is RunStatus.SUCCEEDED
@@ -252,12 +256,12 @@ def _render_descriptor() -> Any:
 
 
 def test_demo_async_report_resumes_from_its_job_without_a_second_report(
-    tmp_path: Path, world: DemoWorld
+    location: Path | str, world: DemoWorld
 ) -> None:
     registry = demo_registry(world)
     args = {"title": "T", "sections": ["a"], "format": "markdown"}
     step = Step(1, "generate_report", args)
-    journal = crashed_journal(tmp_path / "j.db", [step], {}, [1])
+    journal = crashed_journal(location, [step], {}, [1])
     key = idempotency_key("r-1", 1, "generate_report", args)
     handle = asyncio.run(
         registry.get("generate_report").transport.submit(  # type: ignore[attr-defined]
@@ -269,4 +273,42 @@ def test_demo_async_report_resumes_from_its_job_without_a_second_report(
     assert result.status is RunStatus.SUCCEEDED
     assert [t for t, _ in world.effects()] == ["generate_report"]
     assert fold("r-1", journal.read("r-1")).steps[1].job == handle
+    journal.close()
+
+
+def test_a_retry_decision_is_used_up_by_the_retried_call(location: Path | str) -> None:
+    """A person said retry; the retried call's intent was durable, then the process died again:
+    the call is in doubt again (it may have happened), never retried a second time unasked."""
+    effects = Effects()
+    journal = crashed_journal(location, CHAIN, {1: {"n": 1}, 2: {"n": 2}}, [3])
+    runtime = Runtime(effects.registry(), None, journal)
+    assert asyncio.run(runtime.resume("r-1")).status is RunStatus.WAITING
+    asyncio.run(runtime.resolve("r-1", 3, Decision.RETRY, "alice"))
+
+    async def crash_during_the_retry() -> None:  # what the retry journals before its call
+        key = idempotency_key("r-1", 3, "launch", {"n": 3})
+        await journal.append(StepIntent("r-1", 100.0, 3, "launch", {"n": 3}, key))
+
+    asyncio.run(crash_during_the_retry())
+    assert fold("r-1", journal.read("r-1")).steps[3].decision is None
+    again = asyncio.run(runtime.resume("r-1"))
+    assert again.status is RunStatus.WAITING
+    assert [s.status for s in again.steps][2] is StepStatus.IN_DOUBT
+    assert effects.calls == []  # not called a second time on the first decision
+    journal.close()
+
+
+def test_a_retried_call_journals_its_intent_before_it_is_made(location: Path | str) -> None:
+    """Without a control plane too: the retry's intent is written again before the call, so
+    the decision is used up by it."""
+    effects = Effects()
+    journal = crashed_journal(location, CHAIN, {1: {"n": 1}, 2: {"n": 2}}, [3])
+    runtime = Runtime(effects.registry(), None, journal)
+    asyncio.run(runtime.resume("r-1"))  # in doubt
+    asyncio.run(runtime.resolve("r-1", 3, Decision.RETRY, "alice"))
+    assert asyncio.run(runtime.resume("r-1")).status is RunStatus.SUCCEEDED
+    kinds = [type(e).__struct_config__.tag for e in journal.read("r-1")]
+    retry = kinds.index("step.resolved")
+    assert kinds[retry + 1 :].count("step.intent") == 2  # the retry's (3) and step 4's
+    assert [(tool, n) for tool, n, _ in effects.calls] == [("launch", 3), ("charge", 4)]
     journal.close()

@@ -34,6 +34,7 @@ from ember.extras import require
 if TYPE_CHECKING:
     from ember.executor import Runtime
     from ember.journal import Recorded, SQLiteJournal
+    from ember.journal.postgres import PostgresJournal
     from ember.planner import Planner
     from ember.policy.control import ControlPlane
     from ember.telemetry.export import RunExporters
@@ -55,11 +56,19 @@ CHECKPOINT_EVERY_S = 60.0  # how often a long-lived runtime signs the audit log'
 
 
 @contextlib.contextmanager
-def open_journal(settings: Settings) -> Iterator[SQLiteJournal]:
-    """The journal at `settings.db`, closed on exit."""
-    from ember.journal import SQLiteJournal
+def open_journal(settings: Settings) -> Iterator[SQLiteJournal | PostgresJournal]:
+    """The journal the settings name: the PostgreSQL one at `settings.journal_url` if set,
+    else the SQLite file at `settings.db`; closed on exit."""
+    journal: SQLiteJournal | PostgresJournal
+    if settings.journal_url:
+        require("a postgresql:// journal", "psycopg", "psycopg_pool")
+        from ember.journal.postgres import PostgresJournal
 
-    journal = SQLiteJournal(settings.db)
+        journal = PostgresJournal(settings.journal_url)
+    else:
+        from ember.journal import SQLiteJournal
+
+        journal = SQLiteJournal(settings.db)
     try:
         yield journal
     finally:
@@ -68,12 +77,18 @@ def open_journal(settings: Settings) -> Iterator[SQLiteJournal]:
 
 @contextlib.contextmanager
 def open_control(settings: Settings) -> Iterator[ControlPlane]:
-    """The control plane of the journal at `settings.db` (policy, tokens, audit), closed on
-    exit."""
-    from ember.journal.control import ControlStore
+    """The control plane of the settings' journal (policy, tokens, audit), closed on exit."""
+    from ember.journal.control import ControlRows, ControlStore
     from ember.policy.control import ControlPlane
 
-    store = ControlStore(settings.db)
+    store: ControlRows
+    if settings.journal_url:
+        require("a postgresql:// journal", "psycopg")
+        from ember.journal.pgcontrol import PostgresControlStore
+
+        store = PostgresControlStore(settings.journal_url)
+    else:
+        store = ControlStore(settings.db)
     try:
         yield ControlPlane(store)
     finally:
@@ -82,8 +97,9 @@ def open_control(settings: Settings) -> Iterator[ControlPlane]:
 
 def destinations(settings: Settings) -> list[Destination]:
     """Every place the configuration can send data to, other than this process: tool sources
-    (their calls' arguments), the planner (the request and the catalogue) and the span exporter
-    (tool names and timings). Empty for the default configuration (`ember doctor`)."""
+    (their calls' arguments), the planner (the request and the catalogue), the span exporter
+    (tool names and timings) and a PostgreSQL journal (everything). Empty for the default
+    configuration (`ember doctor`)."""
     found = [
         Destination(source.destination, "tools", source.kinds[0] + ":" + _named(source))
         for source in settings.tools
@@ -93,7 +109,17 @@ def destinations(settings: Settings) -> list[Destination]:
         found.append(Destination(host_of(planner.base_url), "model", planner.model or "openai"))
     if settings.otlp_endpoint:
         found.append(Destination(host_of(settings.otlp_endpoint), "spans", "otlp"))
+    if settings.journal_url:  # every event of every run, the control plane
+        found.append(Destination(_database_host(settings.journal_url), "journal", "postgresql"))
     return [d for d in found if d.where != THIS_PROCESS]
+
+
+def _database_host(url: str) -> str:
+    """`HOST:PORT` of a PostgreSQL URL (5432 when it names no port)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return f"{parts.hostname or 'localhost'}:{parts.port or 5432}"
 
 
 def _named(source: ToolSource) -> str:

@@ -281,6 +281,9 @@ class Settings(msgspec.Struct, frozen=True):
     """Everything a command builds ember's parts from, loaded once (`Settings.load`).
 
     `db`: the journal (`--db`, else `EMBER_DB`, else `~/.local/share/ember/ember.db`).
+    `journal_url`: a `postgresql://` URL given there instead of a path: the shared PostgreSQL
+    journal of a cluster of workers (`db` then stays the default path: the audit key and the
+    packs' data are kept beside it).
     `demo_dir`: the demo tools' world (`EMBER_DEMO_DIR`, else `~/.local/share/ember/demo`).
     `demo_tools`, `tools`, `packs`: from the config file, if there is one (paths in `packs`
     made absolute from the file's folder). `planner`: see
@@ -299,6 +302,7 @@ class Settings(msgspec.Struct, frozen=True):
     egress: tuple[str, ...] | None = None
     audit_key: Path | None = None
     server: ServerSettings = ServerSettings()
+    journal_url: str | None = None
 
     @property
     def signing_key(self) -> Path:
@@ -320,8 +324,11 @@ class Settings(msgspec.Struct, frozen=True):
         planner = planner or PlannerSettings()
         base_url = planner.base_url or os.environ.get("EMBER_OPENAI_BASE_URL")
         key = os.environ.get("EMBER_AUDIT_KEY")
+        where = db or os.environ.get("EMBER_DB") or ""
+        shared = where if where.startswith(("postgresql://", "postgres://")) else None
         return cls(
-            db=Path(db or os.environ.get("EMBER_DB") or data / "ember.db").expanduser(),
+            db=Path((not shared and where) or data / "ember.db").expanduser(),
+            journal_url=shared,
             demo_dir=Path(os.environ.get("EMBER_DEMO_DIR") or data / "demo").expanduser(),
             demo_tools=parsed.demo_tools,
             tools=tuple(parsed.tools),

@@ -14,6 +14,7 @@ the crash test. Everything else comes with an extra:
 | mcp | tools from MCP servers | mcp |
 | eval | `ember eval bfcl` (with bfcl-eval, installed without its dependencies) | filelock, mpmath |
 | bench | the peers `ember chaos` and `ember bench` crash beside ember | langgraph, dbos |
+| postgres | the shared journal (`--db postgresql://...`), `ember worker` | psycopg, psycopg_pool |
 
 `require` checks for modules where they are first needed; the command line turns any
 `ModuleNotFoundError` of a module listed here into the same one-line message (`missing`), so a
@@ -44,6 +45,8 @@ EXTRAS: dict[str, str] = {
     "mpmath": "eval",
     "langgraph": "bench",
     "dbos": "bench",
+    "psycopg": "postgres",
+    "psycopg_pool": "postgres",
 }
 # Installed apart from any extra: its declared dependencies pull several GB and do not resolve.
 _SEPARATE = {"bfcl_eval": "pip install --no-deps 'bfcl-eval==2026.3.23'"}

@@ -1,9 +1,9 @@
 """The `ember` command line: the parser here; the commands in `ember.cli.commands` (run, serve,
-runs, resume, tools), `ember.cli.control` (tokens, policy, approvals, approve, deny, audit,
-doctor) and `ember.cli.measure` (eval, bench, chaos, assess), imported only when
-one of them runs, so `ember --help` stays fast. Nothing below the command line sees argparse:
-the commands turn the options into `ember.config.Settings` and call the composition root
-(`ember.app`).
+runs, resume, tools), `ember.cli.cluster` (worker, enqueue), `ember.cli.control` (tokens,
+policy, approvals, approve, deny, audit, doctor) and `ember.cli.measure` (eval, bench, chaos,
+assess), imported only when one of them runs, so `ember --help` stays fast. Nothing below the
+command line sees argparse: the commands turn the options into `ember.config.Settings` and
+call the composition root (`ember.app`).
 
 Exit codes: 0 success; 1 the run failed; 2 bad input (the message says what to change).
 """
@@ -79,6 +79,7 @@ def _parser() -> argparse.ArgumentParser:
 
     _add_run_command(commands)
     _add_serve_command(commands)
+    _add_cluster_commands(commands)
     _add_tools_command(commands)
     _add_journal_commands(commands)
     _add_control_commands(commands)
@@ -111,6 +112,33 @@ def _add_run_command(commands: Any) -> None:
     run.set_defaults(handler=_command("commands", "run"))
 
 
+def _add_cluster_commands(commands: Any) -> None:
+    worker = commands.add_parser(
+        "worker",
+        help="claim runs from the shared PostgreSQL journal's queue and run them under leases",
+        description="Claims queued runs, and runs whose worker died (its lease expired), with "
+        "SELECT ... FOR UPDATE SKIP LOCKED; runs them, renewing its leases; a run taken over "
+        "by another worker is fenced: none of this worker's writes to it is committed.",
+    )
+    _planner_options(worker, default="llama")
+    _db_option(worker)
+    worker.add_argument("--slots", type=int, default=16, help="runs at once (default 16)")
+    worker.add_argument(
+        "--lease", type=float, default=10.0, help="lease length, seconds (default 10)"
+    )
+    worker.add_argument(
+        "--poll", type=float, default=0.5, help="seconds between claims (default 0.5)"
+    )
+    worker.add_argument(
+        "--once", action="store_true", help="stop when the queue is empty and its runs ended"
+    )
+    worker.set_defaults(handler=_command("cluster", "worker"))
+    enqueue = commands.add_parser("enqueue", help="queue a task for `ember worker`s")
+    enqueue.add_argument("task", help="what to do, in plain words")
+    _db_option(enqueue)
+    enqueue.set_defaults(handler=_command("cluster", "enqueue"))
+
+
 def _add_serve_command(commands: Any) -> None:
     serve = commands.add_parser(
         "serve",
@@ -131,6 +159,12 @@ def _add_serve_command(commands: Any) -> None:
         "--no-auth",
         action="store_true",
         help="loopback development only: accept requests without a token, as the OS user",
+    )
+    serve.add_argument(
+        "--worker",
+        action="store_true",
+        help="with --db postgresql://: also claim and run queued runs in this process (else "
+        "the server queues them for `ember worker`s)",
     )
     _planner_options(serve, default="llama")
     _db_option(serve)
@@ -234,7 +268,9 @@ def _add_journal_commands(commands: Any) -> None:
         "chaos", help="crash test: kill -9 runs at random instants, resume, count effects"
     )
     chaos.add_argument("--trials", type=int, default=20, help="how many crashes (default 20)")
-    chaos.add_argument("--steps", type=int, default=100, help="steps per workflow (default 100)")
+    chaos.add_argument(
+        "--steps", type=int, help="steps per workflow (default 100; 20 with --db postgresql:)"
+    )
     chaos.add_argument("--durability", choices=["normal", "full"], default="normal")
     chaos.add_argument(
         "--mode",
@@ -247,6 +283,18 @@ def _add_journal_commands(commands: Any) -> None:
         "--no-peers",
         action="store_true",
         help="crash ember only, not also LangGraph and DBOS (run when the bench extra has them)",
+    )
+    chaos.add_argument(
+        "--db",
+        help="a postgresql:// journal: crash a cluster of workers on it instead (--workers, "
+        "--runs); its runs and effect records stay there",
+    )
+    chaos.add_argument(
+        "--workers", type=int, default=3, help="with --db: worker processes (default 3)"
+    )
+    chaos.add_argument("--runs", type=int, default=300, help="with --db: runs (default 300)")
+    chaos.add_argument(
+        "--lease", type=float, default=2.0, help="with --db: the workers' lease, s (default 2)"
     )
     chaos.add_argument("--json", action="store_true", help="print the results as JSON")
     chaos.set_defaults(handler=_command("measure", "chaos"))
@@ -397,5 +445,6 @@ def _db_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--db",
         default=argparse.SUPPRESS,
-        help="journal database (default: $EMBER_DB, else ~/.local/share/ember/ember.db)",
+        help="journal database: a SQLite file, or a postgresql:// URL (the shared journal of "
+        "workers) (default: $EMBER_DB, else ~/.local/share/ember/ember.db)",
     )

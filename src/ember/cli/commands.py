@@ -86,6 +86,8 @@ def run(args: argparse.Namespace) -> int:
             result = await runtime.run(args.task, today=args.today, principal=principal)
             # it owns only its own run; others left by a dead process are named, not taken
             others = [r for r in runtime.interrupted_runs(limit=100) if r != result.run_id]
+            if config.journal_url:  # a cluster's: the workers' runs are not interrupted
+                others = await _not_queued(config.journal_url, others, quiet=True)
             return result, others
 
     result, others = asyncio.run(main())
@@ -100,7 +102,9 @@ def run(args: argparse.Namespace) -> int:
 def serve(args: argparse.Namespace) -> int:
     from ember.server import serve as serve_http
 
-    serve_http(settings(args), host=args.host, port=args.port, auth=not args.no_auth)
+    serve_http(
+        settings(args), host=args.host, port=args.port, auth=not args.no_auth, worker=args.worker
+    )
     return 0
 
 
@@ -119,6 +123,8 @@ def resume(args: argparse.Namespace) -> int:
             run_ids = (
                 runtime.interrupted_runs() if args.all else [runtime.journal.find_run(args.run_id)]
             )
+            if config.journal_url:  # a cluster's: runs in the workers' queue are theirs
+                run_ids = await _not_queued(config.journal_url, run_ids)
             if not run_ids:
                 say("no interrupted runs")
             for run_id in run_ids:
@@ -132,6 +138,26 @@ def resume(args: argparse.Namespace) -> int:
         return worst
 
     return asyncio.run(main())
+
+
+async def _not_queued(url: str, run_ids: list[str], *, quiet: bool = False) -> list[str]:
+    """The runs of `run_ids` that no worker may claim (started outside the queue): the
+    others are the workers' to take over, under their leases."""
+    from ember.journal.leases import Leases
+
+    leases = Leases(url, "")
+    mine = []
+    try:
+        for run_id in run_ids:
+            state = await leases.state(run_id)
+            if state is not None and (state[1] > 0 or state[0] == "queued"):  # claimed, or to be
+                if not quiet:
+                    say(f"{run_id} is in the workers' queue: `ember worker` takes it over")
+                continue
+            mine.append(run_id)
+    finally:
+        await leases.close()
+    return mine
 
 
 def runs(args: argparse.Namespace) -> int:

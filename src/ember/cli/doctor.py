@@ -114,14 +114,22 @@ def data(config: Settings) -> list[dict[str, Any]]:
     """Where ember keeps things, with sizes."""
     from ember.planner.models import cache_dir
 
+    journal: Any = config.db
+    if config.journal_url:
+        from ember.journal.pgschema import redacted
+
+        journal = redacted(config.journal_url)  # a shared database: no size, no password
     places = [
-        ("journal", config.db),
+        ("journal", journal),
         ("demo tools' world", config.demo_dir),
         ("saved prompt prefixes", cache_dir() / "prefix"),
         ("saved vocabularies", cache_dir() / "vocab"),
         ("audit signing key", config.signing_key),
     ]
-    return [{"what": what, "path": str(path), "bytes": _bytes(path)} for what, path in places]
+    return [
+        {"what": what, "path": str(path), "bytes": _bytes(path) if isinstance(path, Path) else 0}
+        for what, path in places
+    ]
 
 
 def _bytes(path: Path) -> int:

@@ -143,10 +143,35 @@ def bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cluster_chaos(args: argparse.Namespace) -> int:
+    from ember.errors import UserError
+    from ember.extras import require
+    from ember.journal.postgres import is_postgres_url
+
+    if not is_postgres_url(args.db):
+        raise UserError("ember chaos --db takes a postgresql:// URL: the cluster's journal")
+    require("ember chaos --db", "psycopg", "psycopg_pool")
+    from ember.measure.cluster_chaos import run_cluster_chaos
+
+    report = run_cluster_chaos(
+        args.db,
+        runs=args.runs,
+        steps=args.steps or 20,
+        workers=args.workers,
+        lease_s=args.lease,
+        seed=args.seed,
+    )
+    print(json.dumps(report.to_json()) if args.json else report.table())
+    return 1 if report.lost or report.duplicated or report.unfinished else 0
+
+
 def chaos(args: argparse.Namespace) -> int:
     from ember.measure.chaos import chaos_table, run_chaos, run_peer_chaos
     from ember.measure.chaos_peers import PEERS, installed_peers
 
+    if args.db is not None:
+        return _cluster_chaos(args)
+    args.steps = args.steps or 100
     modes = ["idempotent", "non-idempotent"] if args.mode == "both" else [args.mode]
     peers = [] if args.no_peers else installed_peers()
     missing = [peer for peer in PEERS if peer not in peers]

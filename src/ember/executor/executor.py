@@ -36,6 +36,7 @@ from ember.executor.dag import Graph
 from ember.executor.resilience import ExecutionSettings
 from ember.executor.steps import FINAL, WAITING, Outcome, StepRun
 from ember.journal import (
+    Decision,
     Journal,
     PlanDone,
     PlanStep,
@@ -427,7 +428,8 @@ class RunExecution:
         key = idempotency_key(self.run_id, step.id, step.tool, args, call[1])
         interrupted = record is not None and record.intent_args is not None
         intent_at = (record.intent_at if record is not None else None) or self.wall()
-        if not interrupted or version is not None:
+        retried = record is not None and record.decision is Decision.RETRY
+        if not interrupted or version is not None or retried:  # a retry's own intent
             mark = self.recorder.clock()
             await self.journal.append(
                 StepIntent(

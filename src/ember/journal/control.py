@@ -16,7 +16,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
@@ -25,7 +25,7 @@ from ember.journal.audit import AuditRow, canonical, chain
 from ember.journal.rows import read_head
 from ember.journal.sqlite import open_database
 
-__all__ = ["Checkpoint", "ControlStore", "StoredPolicy", "TokenRecord"]
+__all__ = ["Checkpoint", "ControlRows", "ControlStore", "StoredPolicy", "TokenRecord"]
 
 # A control-plane change is a row of its own in `events` (run id '', kind 'control') holding
 # its audit entry, numbered and chained after the log's head, read in the same transaction.
@@ -60,6 +60,25 @@ class Checkpoint(msgspec.Struct, frozen=True):
     at: float
     key_id: str
     signature: bytes
+
+
+class ControlRows(Protocol):
+    """The control plane's rows, in whichever journal database holds them: `ControlStore`
+    (SQLite), `ember.journal.pgcontrol.PostgresControlStore` (PostgreSQL)."""
+
+    def close(self) -> None: ...
+    def version(self) -> int: ...
+    def policy(self) -> StoredPolicy | None: ...
+    def tokens(self) -> list[TokenRecord]: ...
+    def token_by_hash(self, digest: str) -> TokenRecord | None: ...
+    def snapshot(self) -> tuple[int, StoredPolicy | None, list[TokenRecord]]: ...
+    def set_policy(self, text: str, by: str) -> int: ...
+    def add_token(self, name: str, roles: tuple[str, ...], digest: str, by: str) -> int: ...
+    def revoke(self, name: str, by: str, role: str | None = None) -> int: ...
+    def audit(self, since: float | None = None) -> Iterator[AuditRow]: ...
+    def head(self) -> tuple[int, bytes] | None: ...
+    def checkpoints(self) -> list[Checkpoint]: ...
+    def add_checkpoint(self, checkpoint: Checkpoint) -> None: ...
 
 
 class ControlStore:

@@ -373,6 +373,8 @@ def _apply(state: RunState, event: Event) -> None:
             step = state.steps[event.step_id]
             step.status, step.idempotency_key = StepStatus.RUNNING, event.idempotency_key
             step.intent_args, step.intent_at = event.args, event.at
+            if step.decision is Decision.RETRY:  # the retry is this call: used up by it, so
+                step.decision = None  # a crash during it is in doubt again, not retried again
         case StepJob():
             state.steps[event.step_id].job = event.handle
         case StepDone():

@@ -61,7 +61,7 @@ from ember.journal.rows import (
     split,
 )
 
-__all__ = ["Durability", "SQLiteJournal", "open_database"]
+__all__ = ["Durability", "SQLiteJournal", "open_database", "status_of"]
 
 Durability = Literal["normal", "full"]
 
@@ -167,6 +167,18 @@ def _migrate(db: sqlite3.Connection, path: Path) -> None:
             if db.in_transaction:
                 db.execute("ROLLBACK")
             raise
+
+
+def status_of(events: list[Event]) -> RunStatus:
+    """A run's status from the events of the latest row that holds a change of it."""
+    for latest in reversed(events):
+        if isinstance(latest, RunDone):
+            return latest.status
+        if isinstance(latest, RunWaiting):
+            return RunStatus.WAITING
+        if isinstance(latest, RunResumed):
+            break
+    return RunStatus.RUNNING
 
 
 def _written(rows: list[Row], stale: list[Queued]) -> list[list[Queued]]:
@@ -402,7 +414,10 @@ class SQLiteJournal:
         return [event for seq, body, crc in rows for event in self._decode(seq, body, crc)]
 
     def find_run(self, prefix: str) -> str:
-        """The full id of the run whose id starts with `prefix` (ids are long to type)."""
+        """The full id of the run whose id starts with `prefix` (ids are long to type), or is
+        `prefix` (a whole id is never ambiguous)."""
+        if self._db.execute("SELECT 1 FROM runs WHERE run_id=?", (prefix,)).fetchone():
+            return prefix
         rows = self._db.execute(
             "SELECT run_id FROM runs WHERE run_id LIKE ? ESCAPE '\\' LIMIT 2",
             (prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%",),
@@ -460,14 +475,7 @@ class SQLiteJournal:
             "ORDER BY seq DESC LIMIT 1",
             (run_key,),
         ).fetchone()
-        for latest in reversed(self._decode(*last)):
-            if isinstance(latest, RunDone):
-                return latest.status
-            if isinstance(latest, RunWaiting):
-                return RunStatus.WAITING
-            if isinstance(latest, RunResumed):
-                break
-        return RunStatus.RUNNING
+        return status_of(self._decode(*last))
 
     def _decode(self, seq: int, body: bytes | str, crc: int) -> list[Event]:
         data = body if isinstance(body, bytes) else body.encode()  # edited outside ember

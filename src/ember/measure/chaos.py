@@ -38,7 +38,10 @@ import msgspec
 
 __all__ = ["ChaosReport", "chaos_table", "run_chaos", "run_peer_chaos"]
 
-_RUN_ID = "r-chaos"
+
+def _run_id(effects: Path) -> str:
+    """The run of a trial, named after its effect record (trials may share a journal)."""
+    return f"r-chaos-{effects.stem}"
 
 
 class ChaosReport(msgspec.Struct):
@@ -103,7 +106,7 @@ def _percentile(samples: list[float], q: float) -> float:
 
 
 class _Trial(msgspec.Struct, frozen=True):
-    db: Path
+    db: Path | str  # a SQLite file, or a postgresql:// URL that the trials share
     effects: Path
     steps: int
     module: str  # the child: `ember.measure.chaos`, or `ember.measure.chaos_peers` for a peer
@@ -115,12 +118,19 @@ class _Trial(msgspec.Struct, frozen=True):
 
 
 def run_chaos(
-    *, trials: int, steps: int, durability: str, idempotent: bool, seed: int
+    *,
+    trials: int,
+    steps: int,
+    durability: str,
+    idempotent: bool,
+    seed: int,
+    db: str | None = None,
 ) -> ChaosReport:
-    """Run the crash test on ember (see the module docstring); progress goes to stderr."""
+    """Run the crash test on ember (see the module docstring); progress goes to stderr. `db`:
+    a postgresql:// journal for every trial (each its own run) instead of a SQLite file each."""
     mode = "idempotent" if idempotent else "non-idempotent"
-    report = ChaosReport(trials, steps, durability, idempotent)
-    return _crash(report, "ember.measure.chaos", (durability, mode), seed)
+    report = ChaosReport(trials, steps, "postgresql" if db else durability, idempotent)
+    return _crash(report, "ember.measure.chaos", (durability, mode), seed, shared=db)
 
 
 def run_peer_chaos(peer: str, *, trials: int, steps: int, seed: int) -> ChaosReport:
@@ -134,12 +144,20 @@ def run_peer_chaos(peer: str, *, trials: int, steps: int, seed: int) -> ChaosRep
     return _crash(report, "ember.measure.chaos_peers", (peer,), seed)
 
 
-def _crash(report: ChaosReport, module: str, how: tuple[str, ...], seed: int) -> ChaosReport:
-    """Calibrate, then kill and resume `report.trials` workflows of child `module`."""
+def _crash(
+    report: ChaosReport,
+    module: str,
+    how: tuple[str, ...],
+    seed: int,
+    *,
+    shared: str | None = None,
+) -> ChaosReport:
+    """Calibrate, then kill and resume `report.trials` workflows of child `module` (`shared`:
+    the journal of every trial, else a file each)."""
     rng = random.Random(seed)
 
     def trial_at(db: Path, effects: Path) -> _Trial:
-        return _Trial(db, effects, report.steps, module, how)
+        return _Trial(shared or db, effects, report.steps, module, how)
 
     with tempfile.TemporaryDirectory(prefix="ember-chaos-") as tmp:
         base = Path(tmp)
@@ -214,7 +232,7 @@ def _recover(trial: _Trial, report: ChaosReport) -> None:
                     "resolve",
                     "--db",
                     str(trial.db),
-                    _RUN_ID,
+                    _run_id(trial.effects),
                     str(step_id),
                     f"--{decision}",
                 ],
@@ -241,7 +259,7 @@ def _effect_counts(effects: Path) -> dict[int, int]:
 # -- the child process ---------------------------------------------------------------------------
 
 
-def _runtime(db: Path, effects: Path, steps: int, durability: str, idempotent: bool) -> Any:
+def _runtime(db: str, effects: Path, steps: int, durability: str, idempotent: bool) -> Any:
     from ember import Plan, Runtime, ScriptedPlanner, SQLiteJournal, Step, ToolRegistry, tool
 
     sink = sqlite3.connect(effects, isolation_level=None)
@@ -264,25 +282,30 @@ def _runtime(db: Path, effects: Path, steps: int, durability: str, idempotent: b
     plan = Plan(
         [Step(i, "effect", {"n": i}, after=[i - 1] if i > 1 else []) for i in range(1, steps + 1)]
     )
-    journal = SQLiteJournal(db, durability=durability)  # type: ignore[arg-type]
+    journal: Any
+    if db.startswith("postgresql://"):
+        from ember.journal.postgres import PostgresJournal
+
+        journal = PostgresJournal(db)
+    else:
+        journal = SQLiteJournal(db, durability=durability)  # type: ignore[arg-type]
     return Runtime(registry, ScriptedPlanner({"chaos": plan}), journal), journal
 
 
 def _main(argv: list[str]) -> int:
     action, db, effects, steps, durability, last = argv
-    runtime, journal = _runtime(
-        Path(db), Path(effects), int(steps), durability, last == "idempotent"
-    )
+    runtime, journal = _runtime(db, Path(effects), int(steps), durability, last == "idempotent")
+    run_id = _run_id(Path(effects))
     from ember.errors import RunNotFoundError, UserError
     from ember.journal import fold
 
     try:
-        state = fold(_RUN_ID, journal.read(_RUN_ID))
+        state = fold(run_id, journal.read(run_id))
     except RunNotFoundError:
         state = None  # killed before anything was durable: no step can have run
     if action == "work" or state is None:
         print("STARTED", flush=True)
-        result = asyncio.run(runtime.run("chaos", run_id=_RUN_ID))
+        result = asyncio.run(runtime.run("chaos", run_id=run_id))
     elif state.status in ("succeeded", "failed"):
         print(
             json.dumps({"status": "finished", "in_doubt": [], "first_dispatch": None}), flush=True
@@ -290,7 +313,7 @@ def _main(argv: list[str]) -> int:
         os._exit(0)  # the kill came after the run had finished: nothing to resume
     else:
         try:
-            result = asyncio.run(runtime.resume(_RUN_ID))
+            result = asyncio.run(runtime.resume(run_id))
         except UserError as exc:
             print(str(exc), file=sys.stderr)
             return 1

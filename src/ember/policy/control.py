@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 
 from ember.errors import PermissionDeniedError
-from ember.journal.control import ControlStore, TokenRecord
+from ember.journal.control import ControlRows, TokenRecord
 from ember.policy.cedar import DEFAULT_POLICY, Judgement, Policy, Principal
 
 __all__ = ["ControlPlane", "Snapshot", "local_user"]
@@ -72,7 +72,7 @@ class Snapshot(msgspec.Struct, frozen=True):
 class ControlPlane:
     """The store and the snapshot of its current version (see the module docstring)."""
 
-    def __init__(self, store: ControlStore, local: str | None = None) -> None:
+    def __init__(self, store: ControlRows, local: str | None = None) -> None:
         self.store = store
         self.local = local or local_user()
         self._snapshot = self._load()

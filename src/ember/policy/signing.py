@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from ember.errors import UserError
 from ember.journal.audit import Break, canonical, verify_chain
-from ember.journal.control import Checkpoint, ControlStore
+from ember.journal.control import Checkpoint, ControlRows
 
 __all__ = ["AuditSigner", "Verification", "load_public_key", "verify_audit"]
 
@@ -39,27 +39,40 @@ def _key_id(public: Ed25519PublicKey) -> str:
     return hashlib.sha256(raw).hexdigest()[:16]
 
 
+def _load(path: Path) -> Ed25519PrivateKey:
+    loaded = serialization.load_pem_private_key(path.read_bytes(), password=None)
+    if not isinstance(loaded, Ed25519PrivateKey):
+        raise UserError(f"{path} is not an Ed25519 private key")
+    return loaded
+
+
+def _create(path: Path) -> Ed25519PrivateKey:
+    """A new key at `path` (0600), whole when it appears there; if another process (workers
+    started at once) put one there first, that one."""
+    key = Ed25519PrivateKey.generate()
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    draft = path.with_name(f".{path.name}.{os.getpid()}")
+    descriptor = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "wb") as handle:
+        handle.write(pem)
+    try:
+        os.link(draft, path)  # fails if the key exists: never two keys, never half a file
+    except FileExistsError:
+        return _load(path)
+    finally:
+        draft.unlink()
+    return key
+
+
 class AuditSigner:
     """Signs checkpoints with the key at `path` (created there, 0600, if it does not exist)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        if path.exists():
-            loaded = serialization.load_pem_private_key(path.read_bytes(), password=None)
-            if not isinstance(loaded, Ed25519PrivateKey):
-                raise UserError(f"{path} is not an Ed25519 private key")
-            self._key = loaded
-        else:
-            self._key = Ed25519PrivateKey.generate()
-            pem = self._key.private_bytes(
-                serialization.Encoding.PEM,
-                serialization.PrivateFormat.PKCS8,
-                serialization.NoEncryption(),
-            )
-            path.parent.mkdir(parents=True, exist_ok=True)
-            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(descriptor, "wb") as handle:
-                handle.write(pem)
+        self._key = _load(path) if path.exists() else _create(path)
         self.public = self._key.public_key()
         self.key_id = _key_id(self.public)
 
@@ -68,7 +81,7 @@ class AuditSigner:
             serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
         ).decode()
 
-    def checkpoint(self, store: ControlStore) -> Checkpoint | None:
+    def checkpoint(self, store: ControlRows) -> Checkpoint | None:
         """Sign the chain head, unless a checkpoint already vouches for it; None then."""
         head = store.head()
         if head is None:
@@ -119,7 +132,7 @@ class Verification(msgspec.Struct, frozen=True):
 
 
 def verify_audit(
-    store: ControlStore, public: Ed25519PublicKey | None, outside: Path | None = None
+    store: ControlRows, public: Ed25519PublicKey | None, outside: Path | None = None
 ) -> Verification:
     """Check the chain and every checkpoint (in the database, and the one in `outside`)."""
     checkpoints = store.checkpoints()

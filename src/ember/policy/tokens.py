@@ -16,7 +16,7 @@ import re
 import secrets
 
 from ember.errors import AuthenticationError, UserError
-from ember.journal.control import ControlStore, TokenRecord
+from ember.journal.control import ControlRows, TokenRecord
 
 __all__ = ["authenticate", "bearer", "check_name", "new_token", "token_digest"]
 
@@ -52,7 +52,7 @@ def bearer(header: str | None) -> str:
     return token.strip()
 
 
-def authenticate(store: ControlStore, token: str) -> TokenRecord:
+def authenticate(store: ControlRows, token: str) -> TokenRecord:
     """The live token record `token` stands for; AuthenticationError if none (unknown or
     revoked: the message does not say which of the two for an unknown one)."""
     digest = token_digest(token)

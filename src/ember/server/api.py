@@ -29,10 +29,12 @@ if TYPE_CHECKING:
 
     from ember.config import ServerSettings
     from ember.executor import Runtime
+    from ember.journal.leases import Leases
 
-__all__ = ["Console"]
+__all__ = ["QUEUE_POLL_S", "Console"]
 
 _FINAL = (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED)
+QUEUE_POLL_S = 0.25  # a cluster's event streams read the journal this often (workers write it)
 
 
 class Console:
@@ -43,6 +45,10 @@ class Console:
         self.hub = hub
         self.local = local  # --no-auth: the one principal is the OS user, who sees every run
         self.tasks = RunTasks(limits.max_concurrent_runs, limits.retry_after_s)
+        # a cluster (a PostgreSQL journal): new runs go to the workers' queue, and the runs
+        # this server queued, by principal, until a worker makes them durable
+        self.queue: Leases | None = None
+        self.queued: dict[str, str] = {}
         self._runtime: Runtime | None = None
         self._prefiller: Prefiller | None = None
 
@@ -108,7 +114,7 @@ class Console:
         """The run the path names, as the request's principal may see it, else 404."""
         principal = self.allow(request, action)
         reference = str(request.path_params["run_id"])
-        owner = self.tasks.owner(reference)
+        owner = self.tasks.owner(reference) or self.queued.get(reference)
         journal = self.runtime.journal
         if owner is not None and (self.local or owner == principal):
             try:
@@ -146,6 +152,8 @@ class Console:
                 "send a shorter task (max_task_chars in the [server] table of ember.toml)",
                 "task",
             )
+        if self.queue is not None:  # a cluster's server: the workers plan and run it
+            return await self._enqueue(request, f"r-{os.urandom(6).hex()}", text, principal)
         runtime = self.runtime
         if runtime.planner is None:
             raise ApiError(409, "this server has no planner", "start it with --planner")
@@ -199,6 +207,21 @@ class Console:
             events = []
         return json_response(RunDocument(state, events))
 
+    async def _enqueue(self, request: Request, run_id: str, text: str, principal: str) -> Response:
+        """A cluster's server: the run goes to the queue, for a worker to plan and run."""
+        assert self.queue is not None
+        if request.query_params.get("wait") in ("true", "1"):
+            raise ApiError(
+                422,
+                "this server queues runs for workers: it cannot wait for one here",
+                "leave ?wait out and follow the run's events (GET /v1/runs/ID/events)",
+                "wait",
+            )
+        await self.queue.enqueue(run_id, text, principal)
+        self.queued[run_id] = principal
+        events = f"/v1/runs/{run_id}/events"
+        return json_response(RunAccepted(run_id, events), 202, {"Location": f"/v1/runs/{run_id}"})
+
     async def events(self, request: Request) -> Response:
         """The run's journal events as Server-Sent Events, from `Last-Event-ID` on."""
         from starlette.responses import StreamingResponse
@@ -207,7 +230,8 @@ class Console:
         header = request.headers.get("last-event-id") or request.query_params.get("after")
         after = parse_last_event_id(header)
         finished = state.status in _FINAL
-        body = stream(self.hub, self.runtime.journal, run_id, after, finished=finished)
+        poll = QUEUE_POLL_S if self.queue is not None else None  # workers write it elsewhere
+        body = stream(self.hub, self.runtime.journal, run_id, after, finished=finished, poll_s=poll)
         headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
         return StreamingResponse(body, media_type="text/event-stream", headers=headers)
 

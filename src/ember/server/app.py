@@ -28,6 +28,7 @@ Needs the `server` extra (Starlette, uvicorn, prometheus-client); OTLP needs `ot
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import socket
@@ -224,11 +225,19 @@ def endpoints(console: Console, desk: Desk, metrics: LayerMetrics) -> list[Endpo
 
 
 def create_app(
-    settings: Settings, *, ready: Callable[[], None] | None = None, auth: bool = True
+    settings: Settings,
+    *,
+    ready: Callable[[], None] | None = None,
+    auth: bool = True,
+    worker: bool = False,
 ) -> Starlette:
     """The ASGI app over ember as `settings` configure it. Its lifespan opens the runtime
     inside the server's event loop, gets the planner ready, resumes interrupted runs, then calls
-    `ready`. `auth=False`: no token needed, every request acts as the OS user."""
+    `ready`. `auth=False`: no token needed, every request acts as the OS user.
+
+    On a PostgreSQL journal (`settings.journal_url`) the server is one of a cluster's: new runs
+    go to the queue for `ember worker`s, which also take over interrupted runs (none is resumed
+    here at start); `worker=True` runs a worker inside the server too."""
     require("ember serve", "starlette", "uvicorn", "prometheus_client")
     from starlette.applications import Starlette
     from starlette.middleware import Middleware
@@ -264,11 +273,15 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         try:
-            async with open_runtime(settings, observer=observe) as runtime:
+            # a cluster's server that only queues runs plans none: no model to load
+            queues_only = bool(settings.journal_url) and not worker
+            planned = _without_planner(settings) if queues_only else settings
+            async with open_runtime(planned, observer=observe) as runtime:
                 console.attach(runtime)
                 await runtime.warm()  # the embedded model loaded before the first request
-                async with console.tasks.open():
-                    _resume_interrupted(console, runtime)
+                async with console.tasks.open(), _cluster(settings, console, runtime, worker):
+                    if console.queue is None:
+                        _resume_interrupted(console, runtime)
                     if ready is not None:
                         ready()
                     try:
@@ -295,6 +308,49 @@ def create_app(
 
 def _starlette_path(path: str) -> str:
     return path.replace("{step}", "{step:int}")
+
+
+@contextlib.asynccontextmanager
+async def _cluster(
+    settings: Settings, console: Console, runtime: Runtime, worker: bool
+) -> AsyncIterator[None]:
+    """On a PostgreSQL journal: the queue new runs go to, and (`worker`) a worker claiming
+    runs in this process, stopped at exit; else nothing."""
+    if not settings.journal_url:
+        if worker:
+            raise UserError("ember serve --worker needs the shared journal: --db postgresql://")
+        yield
+        return
+    from ember.executor.runtime import owner_id
+    from ember.journal.leases import Leases
+    from ember.journal.observed import ObservedJournal
+    from ember.journal.postgres import PostgresJournal
+    from ember.worker import Worker
+
+    console.queue = Leases(settings.journal_url, owner_id())
+    claims = Leases(settings.journal_url, owner_id())
+    stop, task = asyncio.Event(), None
+    if worker:
+        journal = runtime.journal
+        inner = journal.inner if isinstance(journal, ObservedJournal) else journal
+        assert isinstance(inner, PostgresJournal)
+        task = asyncio.create_task(Worker(runtime, inner, claims).serve(stop))
+    try:
+        yield
+    finally:
+        stop.set()
+        if task is not None:
+            await task
+        await claims.close()
+        await console.queue.close()
+
+
+def _without_planner(settings: Settings) -> Settings:
+    import msgspec
+
+    from ember.config import PlannerSettings
+
+    return msgspec.structs.replace(settings, planner=PlannerSettings(backend=None))
 
 
 def _resume_interrupted(console: Console, runtime: Runtime) -> None:
@@ -325,7 +381,12 @@ def _local() -> str:
 
 
 def serve(
-    settings: Settings, *, host: str = "127.0.0.1", port: int = 8321, auth: bool = True
+    settings: Settings,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8321,
+    auth: bool = True,
+    worker: bool = False,
 ) -> None:
     """Serve until SIGINT/SIGTERM; queued spans are sent before it returns. `auth=False`
     (`--no-auth`) is refused unless `host` is a loopback address."""
@@ -364,7 +425,7 @@ def serve(
         raise UserError(
             f"cannot listen on {host}:{port}: {reason}: choose another --port"
         ) from None
-    app = create_app(settings, ready=ready, auth=auth)
+    app = create_app(settings, ready=ready, auth=auth, worker=worker)
     # Event streams of runs that wait for a person stay open: a stop waits for them 5 s at most.
     config: Any = uvicorn.Config(
         app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5

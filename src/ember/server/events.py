@@ -110,22 +110,31 @@ async def stream(
     *,
     finished: bool = False,
     keepalive_s: float = 15.0,
+    poll_s: float | None = None,
 ) -> AsyncIterator[bytes]:
     """The SSE body: the run's events after `after`, replayed then followed, until run.done
-    (`finished`: the run is over, so the replay is all there is)."""
+    (`finished`: the run is over, so the replay is all there is). `poll_s`: also read the
+    journal this often for what other processes wrote (a cluster's workers)."""
     with hub.follow(run_id) as follower:  # subscribed before the replay: nothing falls between
-        try:
-            replay = journal.read_after(run_id, after)
-        except RunNotFoundError:
-            replay = []  # started but nothing durable yet: it all comes through the hub
-        sent, last, over = _frames(replay, after)
+        sent, last, over = _frames(_replay(journal, run_id, after), after)
         yield b"retry: 1000\n\n" + sent  # one write for the whole replay
         if over or finished:
             return
+        quiet = 0.0
         while True:
             try:
-                first = await asyncio.wait_for(follower.queue.get(), keepalive_s)
+                first = await asyncio.wait_for(follower.queue.get(), poll_s or keepalive_s)
             except TimeoutError:
+                if poll_s is not None:
+                    sent, last, over = _frames(_replay(journal, run_id, last), last)
+                    quiet = 0.0 if sent else quiet + poll_s
+                    if sent:
+                        yield sent
+                    if over:
+                        return
+                    if quiet < keepalive_s:
+                        continue
+                quiet = 0.0
                 yield b": keep-alive\n\n"
                 continue
             batch = [first]
@@ -137,6 +146,13 @@ async def stream(
                 yield sent
             if over or len(live) < len(batch):
                 return  # done, or behind: the client reconnects from its Last-Event-ID
+
+
+def _replay(journal: Journal, run_id: str, after: tuple[int, int]) -> list[Recorded]:
+    try:
+        return journal.read_after(run_id, after)
+    except RunNotFoundError:
+        return []  # started but nothing durable yet: it all comes through the hub (or a poll)
 
 
 def _frames(recorded: list[Recorded], last: tuple[int, int]) -> tuple[bytes, tuple[int, int], bool]:
