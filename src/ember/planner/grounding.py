@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from ember.plan import Step, references
+from ember.plan import ITEM, Step, references, step_ref
 from ember.planner.compact import field_paths, text_paths, value_kind
 from ember.planner.dates import annotate_dates
 from ember.planner.numbers import spoken_numbers
@@ -277,6 +277,8 @@ class Grounds:
         self.integers = integers(request)
         self.paths = PATH.findall(without_emails)
         self.stated = stated_numbers(request, spoken=spoken)
+        # While a step over a list is written: the list (`1.files`) and its items' schema.
+        self.item: tuple[str, dict[str, Any]] | None = None
         self.sources = {
             (tool.tool_name, name): source
             for tool in catalogue
@@ -287,11 +289,14 @@ class Grounds:
     def references(self, schema: dict[str, Any], earlier: Sequence[Step]) -> list[str]:
         """`N.path` for each field of an earlier result that may be passed whole as a value of
         `schema` (see `ember.planner.compact.field_paths`)."""
-        return [
-            f"{step.id}{path}"
-            for step in earlier
-            for path in field_paths(self.tools[step.tool].returns, schema)
-        ]
+        found = []
+        for step in earlier:
+            name = step_ref(step.id)
+            if step.id == ITEM and self.item is not None:
+                whole = {"type": "object", "properties": {"item": self.item[1]}}
+                found += [name] if field_paths(whole, schema) == [".item"] else []
+            found += [f"{name}{path}" for path in field_paths(self.returns(step), schema)]
+        return found
 
     def never_stated(self, schema: dict[str, Any], off: frozenset[str] = frozenset()) -> bool:
         """Whether no value of `schema` can be one the request states: a number where it states
@@ -346,7 +351,7 @@ class Grounds:
         fresh = [step for step in steps if step in unused]
         found = self.references(schema, fresh or steps)
         if path:
-            named = [ref for ref in found if PATH_FIELD.search(ref.split(".", 1)[-1])]
+            named = [ref for ref in found if PATH_FIELD.search(self._field_name(ref))]
             # A path the request gave that a step already used is not offered again where a
             # result holds paths (a folder listed, then its files read).
             held = json.dumps([step.args for step in earlier], ensure_ascii=False)
@@ -362,9 +367,9 @@ class Grounds:
             if not named and not literals and source is None:
                 # An id held by a result that is one plain text, nothing uses yet ("the file
                 # holds nothing but a customer id"): that text may be the id.
-                returns = [self.tools[step.tool].returns or {} for step in fresh]
+                returns = [self.returns(step) or {} for step in fresh]
                 named = [
-                    f"{step.id}{paths[0]}"
+                    f"{step_ref(step.id)}{paths[0]}"
                     for step, schema in zip(fresh, returns, strict=True)
                     if len(schema.get("properties", {})) == 1
                     and len(paths := text_paths(schema)) == 1
@@ -372,6 +377,20 @@ class Grounds:
         return [json.dumps(value, ensure_ascii=False) for value in literals] + [
             f"${ref}" for ref in named or (found if source else [])
         ]
+
+    def returns(self, step: Step) -> dict[str, Any] | None:
+        """The schema of `step`'s result: its tool's, or a list of them for a step over a
+        list."""
+        returns = self.tools[step.tool].returns
+        if step.each is None or step.id == ITEM:
+            return returns
+        return {"type": "array", "items": returns or {}}
+
+    def _field_name(self, ref: str) -> str:
+        """The field a reference (`1.files.0`, `item`) names: the item's is its list's."""
+        if ref == "item" and self.item is not None:
+            return self.item[0].split(".", 1)[-1]
+        return ref.split(".", 1)[-1]
 
     def repair(self, step: Step, earlier: Sequence[Step]) -> Step | None:
         """`step`, from a plan made elsewhere, held to the rules the decoder follows: a

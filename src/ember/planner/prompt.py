@@ -40,6 +40,8 @@ Rules:
 - One step per tool call. A later step uses an earlier step's result with a reference: the \
 string "$N.field" (step N's field; list items by index: "$1.hotels.0.hotel_id"), or "{$N.field}" \
 inside a longer text.
+- To make the same call for each item of an earlier list result, add "each":"$N.list" to the \
+step and use "$item" or "$item.field" in its arguments.
 - Add only the optional arguments the request asks for.
 - If no tool can do what is asked, answer {"steps":[]}.
 
@@ -58,6 +60,8 @@ are two calls.
 - A call that needs an earlier call's result refers to it: $N.field is step N's field (list \
 items by index: $1.hotels.0.hotel_id); inside a text write {$N.field}.
 - Write " after N" at the end of a call that must wait for step N but uses none of its results.
+- To make the same call for each item of an earlier list result, write it after \
+"for each item in $N.list: " and use $item (or $item.field) in it.
 - Add optional arguments (marked ?) only when the request asks for them.
 - If no tool can do what is asked, write only: done
 """
@@ -121,6 +125,15 @@ _EXAMPLES = [
                 "tool": "write_file",
                 "args": {"path": "/srv/notes/q1-summary.txt", "content": "$2.summary"},
             },
+        ],
+    ),
+    (
+        "2026-01-12",
+        "Read every file in /srv/minutes and summarize each one.",
+        [
+            {"id": 1, "tool": "list_files", "args": {"directory": "/srv/minutes"}},
+            {"id": 2, "tool": "read_file", "args": {"path": "$item"}, "each": "$1.files"},
+            {"id": 3, "tool": "summarize_text", "args": {"text": "$item.content"}, "each": "$2"},
         ],
     ),
     ("2026-01-12", "Order a pizza to my office.", []),
@@ -234,7 +247,7 @@ def build_request(request: str, today: date, *, numbers: bool = True) -> str:
 def plan_schema(catalogue: Sequence[ToolDescriptor], *, max_steps: int = 12) -> dict[str, Any]:
     """A JSON Schema of plans over `catalogue`, for servers that constrain output with one
     (OpenAI-compatible `response_format`). Every argument may also be a reference string."""
-    reference = {"type": "string", "pattern": "^\\{?\\$[0-9]"}
+    reference = {"type": "string", "pattern": "^\\{?\\$([0-9]|item)"}
     variants = []
     for tool in catalogue:
         props = tool.parameters.get("properties", {})
@@ -252,6 +265,7 @@ def plan_schema(catalogue: Sequence[ToolDescriptor], *, max_steps: int = 12) -> 
                     "tool": {"const": tool.tool_name},
                     "args": args,
                     "after": {"type": "array", "items": {"type": "integer"}},
+                    "each": {"type": "string", "pattern": "^\\$[0-9]"},
                 },
                 "required": ["id", "tool", "args"],
                 "additionalProperties": False,
