@@ -20,7 +20,8 @@ from typing import Any
 
 from ember.errors import ModelError, PlannerError
 from ember.plan import Step
-from ember.planner.base import FirstToken, PlanEvent, PlanningTask
+from ember.planner.answering import build_answer_prompt, write_answer
+from ember.planner.base import AnswerTask, FirstToken, PlanEvent, PlanningTask
 from ember.planner.decoding import RULES, PlanDecoder
 from ember.planner.grounding import Grounds
 from ember.planner.models import cache_dir, resolve_model, shipped_model
@@ -355,6 +356,47 @@ class LlamaPlanner:
                 if isinstance(item, BaseException):
                     raise item
                 assert isinstance(item, FirstToken | Step)
+                yield item
+        finally:
+            await worker
+
+    def _write_answer(self, task: AnswerTask, on_text: Callable[[str], None]) -> str:
+        """Write the answer (`ember.planner.answering`) in the model's context, reusing what
+        the KV cache holds of its prompt; the next plan restores its own prefix."""
+        with self._lock:
+            llm = self._load()
+            vocab = self._vocabulary(llm)
+            tokens = llm.tokenize(build_answer_prompt(task).encode(), add_bos=False, special=True)
+            common = min(self._cached_tokens(llm, tokens), len(tokens) - 1)
+            llm.n_tokens = common
+            try:
+                return write_answer(LlamaModel(llm), vocab, tokens[common:], on_text)
+            finally:
+                self._kv_end = llm.n_tokens
+                self.typed_session = None
+
+    async def answer(self, task: AnswerTask) -> AsyncIterator[str]:
+        """Stream the run's answer as the model writes it (in a worker thread)."""
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[object] = asyncio.Queue()
+
+        def emit(text: str) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, text)
+
+        def produce() -> None:
+            try:
+                self._write_answer(task, emit)
+            except BaseException as exc:  # handed to the event loop, raised there
+                loop.call_soon_threadsafe(queue.put_nowait, exc)
+            finally:
+                loop.call_soon_threadsafe(queue.put_nowait, _DONE)
+
+        worker = loop.run_in_executor(None, produce)
+        try:
+            while (item := await queue.get()) is not _DONE:
+                if isinstance(item, BaseException):
+                    raise item
+                assert isinstance(item, str)
                 yield item
         finally:
             await worker
