@@ -83,7 +83,11 @@ def run(args: argparse.Namespace) -> int:
             assert runtime.control is not None
             principal = acting(args, runtime.control)
             runtime.control.refresh().require(principal, "start_run", "runs")
-            result = await runtime.run(args.task, today=args.today, principal=principal)
+            streaming = _AnswerStream()
+            result = await runtime.run(
+                args.task, today=args.today, principal=principal, on_text=streaming.write
+            )
+            streaming.end()
             # it owns only its own run; others left by a dead process are named, not taken
             others = [r for r in runtime.interrupted_runs(limit=100) if r != result.run_id]
             return result, others
@@ -95,6 +99,23 @@ def run(args: argparse.Namespace) -> int:
             f"is gone), e.g. {others[-1]}: `ember resume --all` continues them"
         )
     return report(args, config, result)
+
+
+class _AnswerStream:
+    """The answer the model writes, on stderr as it comes (the whole result follows on stdout)."""
+
+    def __init__(self) -> None:
+        self.started = False
+
+    def write(self, text: str) -> None:
+        if not self.started:
+            self.started = True
+            print("  answer: ", end="", file=sys.stderr)
+        print(text, end="", file=sys.stderr, flush=True)
+
+    def end(self) -> None:
+        if self.started:
+            print(file=sys.stderr, flush=True)
 
 
 def serve(args: argparse.Namespace) -> int:

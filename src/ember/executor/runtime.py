@@ -14,15 +14,25 @@ from typing import Any
 
 import msgspec
 
-from ember.errors import NondeterminismError, PolicyChangedError, UserError
+from ember.errors import (
+    ModelError,
+    NondeterminismError,
+    PlannerError,
+    PolicyChangedError,
+    UserError,
+)
+from ember.executor import rounds
 from ember.executor.answer import compose_answer
+from ember.executor.checking import check_answer, needs_answer
 from ember.executor.executor import RunExecution
 from ember.executor.resilience import ExecutionSettings
 from ember.executor.steps import Outcome, StepReport
 from ember.journal import (
     Decision,
     Journal,
+    PlanObserved,
     PlanReplanned,
+    RunAnswered,
     RunDone,
     RunResumed,
     RunStarted,
@@ -34,7 +44,16 @@ from ember.journal import (
     fold,
 )
 from ember.plan import renumber
-from ember.planner.base import FirstToken, PlanEvent, Planner, PlanningTask, Prefills
+from ember.planner.base import (
+    Answers,
+    AnswerTask,
+    FirstToken,
+    PlanEvent,
+    Planner,
+    PlanningTask,
+    PlansOn,
+    Prefills,
+)
 from ember.policy.control import ControlPlane
 from ember.telemetry.latency import LatencyRecorder
 from ember.tools.registry import ToolRegistry
@@ -47,7 +66,8 @@ class RunResult(msgspec.Struct, frozen=True):
 
     `status` is `waiting` when recovery found steps in doubt: decide each with `resolve`, then
     `resume` the run. `first_dispatch`: the wall time (epoch seconds) this process made the
-    run's first tool call, None if it made none."""
+    run's first tool call, None if it made none. `unverified`: what an answer the model wrote
+    states that neither the results nor the request hold (`number 41.5`, `name Borealis`)."""
 
     run_id: str
     status: RunStatus
@@ -56,6 +76,7 @@ class RunResult(msgspec.Struct, frozen=True):
     latency_ms: dict[str, float]
     error: str | None = None
     first_dispatch: float | None = None
+    unverified: list[str] = []
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = msgspec.to_builtins(self)
@@ -171,9 +192,12 @@ class Runtime:
         today: date | None = None,
         run_id: str | None = None,
         principal: str = "",
+        on_text: Callable[[str], None] | None = None,
     ) -> RunResult:
         """Plan and execute `task` on behalf of `principal` (under a control plane: the local
-        OS user if empty); every event is durable in the journal before this returns."""
+        OS user if empty); every event is durable in the journal before this returns. A
+        request that asks a question gets an answer the model writes from the results (when
+        the planner can: `Answers`); `on_text` gets its text as it is written."""
         planner = self._need_planner()
         run_id = run_id or f"r-{os.urandom(6).hex()}"
         today = today or date.today()
@@ -186,7 +210,7 @@ class Runtime:
         )
         planning = PlanningTask(task, today, tuple(self.registry.descriptors()))
         return await self._execute(
-            run_id, task, today, planner.plan(planning), None, principal=principal
+            run_id, task, today, planner.plan(planning), None, principal=principal, on_text=on_text
         )
 
     def _need_planner(self) -> Planner:
@@ -264,6 +288,7 @@ class Runtime:
         recorded: RunState | None,
         *,
         principal: str = "",
+        on_text: Callable[[str], None] | None = None,
     ) -> RunResult:
         if self._pool is None:
             self._pool = ThreadPoolExecutor(
@@ -289,13 +314,94 @@ class Runtime:
                 outcome = await execution.execute(plan)
                 while self._may_replan(outcome):
                     outcome = await execution.execute(self._replan(execution, outcome, task, today))
+                outcome = await self._plan_on(execution, outcome, task, today)
             except* NondeterminismError as group:
                 raise group.exceptions[0] from None
+            written = await self._answer(
+                execution, outcome, task=task, today=today, recorder=recorder, on_text=on_text
+            )
         except asyncio.CancelledError:
             if not self._leave_interrupted:
                 await asyncio.shield(self._cancelled(execution, recorder))
             raise
-        return await self._finish(run_id, task, outcome, recorder)
+        return await self._finish(run_id, task, outcome, recorder, written)
+
+    async def _plan_on(
+        self, execution: RunExecution, outcome: Outcome, task: str, today: date
+    ) -> Outcome:
+        """Observe, then plan on (`ember.executor.rounds`): while a result nothing used came
+        in, ask the planner to add steps, at most `max_rounds` times. A round is journaled
+        (`plan.observed`) once planned: a resumed run replays its steps, not the model."""
+        planner = self.planner
+        if not isinstance(planner, PlansOn):
+            return outcome
+        done = execution.recorded.rounds if execution.recorded else 0
+        for number in range(done + 1, self.settings.max_rounds + 1):
+            steps = [run.step for run in execution.steps.values() if not run.superseded]
+            current = [report for report in outcome.steps if report.id in {s.id for s in steps}]
+            if outcome.waiting or not rounds.worth_a_round(task, steps, current):
+                break
+            planning = PlanningTask(
+                task,
+                today,
+                tuple(self.registry.descriptors()),
+                earlier=tuple(steps),
+                observations=rounds.observations(current),
+            )
+            before = len(execution.steps)
+            outcome = await execution.execute(planner.plan_on(planning))
+            added = len(execution.steps) - before
+            self.journal.append_soon(PlanObserved(execution.run_id, self.wall(), number, added))
+            if not added:
+                break
+        return outcome
+
+    async def _answer(
+        self,
+        execution: RunExecution,
+        outcome: Outcome,
+        *,
+        task: str,
+        today: date,
+        recorder: LatencyRecorder,
+        on_text: Callable[[str], None] | None,
+    ) -> RunAnswered | None:
+        """The answer the model writes from the results, checked against them and the request,
+        for a request that asks a question (`checking.needs_answer`); None where the template
+        answer stands (an action-only request, no planner that answers, no result, a model
+        error). A resumed run's recorded answer is not written again."""
+        if execution.recorded is not None and execution.recorded.written is not None:
+            return execution.recorded.written
+        planner = self.planner
+        done = [step for step in outcome.steps if step.status is StepStatus.SUCCEEDED]
+        if outcome.waiting or not done or not isinstance(planner, Answers):
+            return None
+        if not needs_answer(task):
+            return None
+        asking = AnswerTask(task, today, rounds.observations(outcome.steps))
+        chunks: list[str] = []
+        recorder.answer_mark()
+        started = self.clock()
+        try:
+            async for chunk in planner.answer(asking):
+                if not chunks:
+                    recorder.answer_mark()
+                chunks.append(chunk)
+                if on_text is not None:
+                    on_text(chunk)
+        except (PlannerError, ModelError):
+            return None  # the template answer stands
+        if not chunks:
+            recorder.answer_mark()
+        recorder.answer_mark()
+        text = "".join(chunks).strip()
+        if not text:
+            return None
+        unfound = check_answer(text, task, [step.result for step in done])
+        ms = (self.clock() - started) * 1000
+        written = RunAnswered(execution.run_id, self.wall(), text, unfound, ms)
+        self.journal.append_soon(written)
+        return written
 
     def _may_replan(self, outcome: Outcome) -> bool:
         return (
@@ -355,9 +461,21 @@ class Runtime:
         )
 
     async def _finish(
-        self, run_id: str, task: str, outcome: Outcome, recorder: LatencyRecorder
+        self,
+        run_id: str,
+        task: str,
+        outcome: Outcome,
+        recorder: LatencyRecorder,
+        written: RunAnswered | None = None,
     ) -> RunResult:
         answer = compose_answer(task, outcome.steps, outcome.plan_error)
+        unverified = written.unfound if written is not None else []
+        if written is not None:
+            answer = written.text
+            if unverified:
+                answer += (
+                    "\n\n_Not found in the results or the request: " + ", ".join(unverified) + "_"
+                )
         recorder.finish()
         latency = recorder.report()
         if outcome.waiting:
@@ -373,7 +491,14 @@ class Runtime:
                 RunDone(run_id, self.wall(), status, answer, error, latency, spans)
             )
         return RunResult(
-            run_id, status, answer, outcome.steps, latency, error, outcome.first_dispatch
+            run_id,
+            status,
+            answer,
+            outcome.steps,
+            latency,
+            error,
+            outcome.first_dispatch,
+            unverified,
         )
 
 

@@ -54,6 +54,7 @@ def write_answer(
     (whole characters only). Returns the whole answer, stripped."""
     decoder = codecs.getincrementaldecoder("utf-8")("replace")
     written = b""
+    held = ""  # text that may be the start of STOP: not handed on until it is not
     pending = list(prompt)
     for _ in range(max_tokens):
         model.eval(pending)
@@ -63,9 +64,17 @@ def write_answer(
             break
         written += piece
         if STOP.encode() in written:
+            held = ""
             break
-        if chunk := decoder.decode(piece):
-            on_text(chunk)
+        held += decoder.decode(piece)
+        keep = next(
+            (n for n in range(min(len(held), len(STOP)), 0, -1) if STOP.startswith(held[-n:])), 0
+        )
+        if len(held) > keep:
+            on_text(held[: len(held) - keep])
+            held = held[len(held) - keep :]
         pending = [token]
+    if held:
+        on_text(held)
     text = written.split(STOP.encode())[0].decode("utf-8", "replace")
     return text.strip()

@@ -21,6 +21,7 @@ __all__ = [
     "PlanStats",
     "Planner",
     "PlanningTask",
+    "PlansOn",
     "Prefills",
 ]
 
@@ -110,4 +111,14 @@ class Answers(Protocol):
 
     def answer(self, task: AnswerTask) -> AsyncIterator[str]:
         """Yield the answer's text as it is written."""
+        ...
+
+
+@runtime_checkable
+class PlansOn(Protocol):
+    """A planner that can add steps to a run once results came in (observe, then plan on):
+    `task.earlier` holds the steps so far and `task.observations` their results."""
+
+    def plan_on(self, task: PlanningTask) -> AsyncIterator[PlanEvent]:
+        """Yield `FirstToken` once, then each added `Step` (ids after the earlier steps')."""
         ...

@@ -96,20 +96,23 @@ class PlanDecoder:
         prompt: str | Sequence[int],
         on_step: Callable[[Step], None],
         on_first_token: Callable[[], None] | None = None,
+        earlier: Sequence[Step] = (),
     ) -> list[Step]:
         """Append `prompt` (text, special tokens allowed, or tokens) to the context and decode
         a plan after it. `on_step` gets each step as soon as it is complete; `on_first_token`
-        is called once, when the model has read the prompt."""
+        is called once, when the model has read the prompt. `earlier`: steps already run (a
+        round of planning on: the prompt ends with them), which new steps follow and may use;
+        only the new steps are returned."""
         cursor = self._cursor
         cursor.on_first_logits = on_first_token
         if isinstance(prompt, str):
             cursor.tokens.extend(self._model.tokenize(prompt.encode(), special=True))
         else:
             cursor.tokens.extend(prompt)
-        steps: list[Step] = []
+        steps: list[Step] = list(earlier)
         pushed = 0  # steps in a row the plan was made to go on for that used nothing given
-        while len(steps) < MAX_STEPS:
-            step_id = len(steps) + 1
+        while len(steps) < MAX_STEPS + len(earlier):
+            step_id = max((step.id for step in steps), default=0) + 1
             unused = self._unused(steps, {})
             names = [name for name in self._tools if self._available(name, steps, unused)]
             # A plan begun leaves nothing the user gave unused (an address, a path, a code, a
@@ -152,7 +155,7 @@ class PlanDecoder:
             on_step(step)
             used_some = len(self._unused_givens(steps)) < len(left)
             pushed = 0 if can_end or used_some else pushed + 1
-        return steps
+        return steps[len(earlier) :]
 
     def _lists(self, unused: Sequence[Step]) -> list[tuple[str, dict[str, Any]]]:
         """`N.path` and the items' schema of each list in a result nothing uses yet (a step
@@ -382,6 +385,8 @@ class PlanDecoder:
             text = self._text(earlier, unused if "{$" in schema.get("description", "") else ())
             if text.startswith("/") and text not in self._request:
                 raise _Ungrounded  # an absolute path the user never gave: invented
+            if any(a not in self._grounds.emails for a in grounding.EMAIL.findall(text)):
+                raise _Ungrounded  # an address the user never gave (a result's text may ask)
             return text
         if kind == "code3" and (codes := grounding.standard_codes(schema)):
             return codes[cursor.choose([f'{code}"' for code in codes])]

@@ -15,15 +15,18 @@ from datetime import date, timedelta
 from typing import Any
 
 from ember.plan import Plan
-from ember.planner.compact import render_plan
+from ember.planner.base import PlanningTask
+from ember.planner.compact import render_plan, render_step
 from ember.planner.dates import annotate_dates
 from ember.planner.numbers import annotate_numbers
+from ember.planner.observe import render_observations
 from ember.tools.descriptor import ToolDescriptor
 
 __all__ = [
     "build_dated",
     "build_prefix",
     "build_request",
+    "build_round",
     "calendar_text",
     "compact_system_text",
     "plan_schema",
@@ -242,6 +245,16 @@ def build_request(request: str, today: date, *, numbers: bool = True) -> str:
     """The part of the prompt after the dated part: the request, then the assistant's opening."""
     user = user_text(request, today, numbers=numbers)
     return f"{user}<|im_end|>\n<|im_start|>assistant\nPlan:\n"
+
+
+def build_round(task: PlanningTask, *, numbers: bool = True) -> str:
+    """The part after the dated part for a round of planning on: the request, the results so
+    far (fenced as data), then the plan so far, which the model continues (`done` if it is
+    complete)."""
+    user = user_text(task.request, task.today, numbers=numbers)
+    results = render_observations(task.observations)
+    plan = "".join(f"{render_step(step)}\n" for step in task.earlier)
+    return f"{user}\n\n{results}<|im_end|>\n<|im_start|>assistant\nPlan:\n{plan}"
 
 
 def plan_schema(catalogue: Sequence[ToolDescriptor], *, max_steps: int = 12) -> dict[str, Any]:
