@@ -96,3 +96,22 @@ def test_no_step_over_a_list_where_the_request_asks_for_no_each() -> None:
 def test_the_prompt_teaches_the_syntax() -> None:
     text = compact_system_text(CATALOGUE)
     assert "2. for each item in $1.files: read_file(path=$item)" in text
+
+
+def test_a_plan_made_elsewhere_keeps_its_steps_over_lists_within_the_same_rules() -> None:
+    from datetime import date
+
+    from ember.planner.grounding import Grounds
+
+    request = "Email every member of the design team the note 'standup moved to 10'"
+    grounds = Grounds((*CATALOGUE, PEOPLE), request, date(2026, 3, 2))
+    earlier = [Step(1, "list_members", {"team": "design"})]
+    good = Step(
+        2, "send_email", {"to": "$item.email", "subject": "s", "body": "b"}, each="$1.members"
+    )
+    assert grounds.repair(good, earlier) == good
+    invented = Step(
+        2, "send_email", {"to": "x@evil.example", "subject": "s", "body": "b"}, each="$1.members"
+    )
+    assert grounds.repair(invented, earlier) is None
+    assert grounds.repair(Step(2, "send_email", good.args, each="$1.team"), earlier) is None

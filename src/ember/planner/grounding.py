@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from ember.plan import ITEM, Step, references, step_ref
+from ember.plan import ITEM, ITEM_TOOL, Step, references, step_ref
 from ember.planner.compact import field_paths, text_paths, value_kind
 from ember.planner.dates import annotate_dates
 from ember.planner.numbers import spoken_numbers
@@ -401,9 +401,38 @@ class Grounds:
         tool = self.tools.get(step.tool)
         if tool is None:
             return step  # unknown tools are the executor's to refuse, with its message
+        if step.each is not None:  # the item is an earlier result too, while it is judged
+            items = self._items(step.each, earlier)
+            if items is None:
+                return None
+            returns = items if items.get("type") == "object" else {"type": "object"}
+            self.tools[ITEM_TOOL] = ToolDescriptor(ITEM_TOOL, {"type": "object"}, returns=returns)
+            self.item = (step.each.lstrip("$"), items)
+            try:
+                return self._repair(step, tool, [*earlier, Step(ITEM, ITEM_TOOL, each=step.each)])
+            finally:
+                del self.tools[ITEM_TOOL]
+                self.item = None
+        return self._repair(step, tool, earlier)
+
+    def _items(self, each: str, earlier: Sequence[Step]) -> dict[str, Any] | None:
+        """The schema of the items of the list `each` (`$2.files`) refers to, if it is one."""
+        ref = next(references(each))
+        source = next((s for s in earlier if s.id == ref.step), None)
+        node = self.returns(source) if source is not None else None
+        for segment in ref.path:
+            if node is None:
+                return None
+            node = node.get("properties", {}).get(segment)
+        if node is None or node.get("type") != "array":
+            return None
+        items: dict[str, Any] = node.get("items", {})
+        return items
+
+    def _repair(self, step: Step, tool: ToolDescriptor, earlier: Sequence[Step]) -> Step | None:
         properties = tool.parameters.get("properties", {})
         required = set(tool.parameters.get("required", []))
-        used = {ref.step for s in earlier for ref in references(s.args)}
+        used = {ref.step for s in earlier for ref in references([s.args, s.each])}
         unused = [s for s in earlier if s.id not in used]
         args: dict[str, Any] = {}
         for name, value in step.args.items():
