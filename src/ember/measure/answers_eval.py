@@ -2,9 +2,10 @@
 state and the final answer (evals/answers/tasks.jsonl).
 
 Each task runs in a fresh work folder: the demo world (files, customers, orders, hotels,
-weather) and, for the `packs` catalogue, the files, sql and mail packs over the same data (the
-files pack rooted in the demo's sandbox, `{root}` in a request; the shop database is the demo's
-own). A task passes when every check holds:
+weather; its 14 tools, the planner task set's catalogue) and, for the `packs` catalogue, the
+files, sql and mail packs over the same data (the files pack rooted in the demo's sandbox,
+`{root}` in a request; the shop database is the demo's own). A task still running after
+`timeout_s` fails. A task passes when every check holds:
 
 - `answer`: each string appears in the run's answer (case folded; a number matches a number
   the answer states, thousands separators and trailing zeros aside);
@@ -66,7 +67,7 @@ class _Work:
             )
             register_packs(self.registry, packs, data_dir=self.data)
         else:
-            self.registry = demo_registry(self.world)
+            self.registry = demo_registry(self.world, timers=False)  # the 14 demo tools
 
     def request(self, text: str) -> str:
         return text.replace("{root}", str(self.world.sandbox))
@@ -139,13 +140,18 @@ def check_task(task: dict[str, Any], result: RunResult, work: _Work) -> list[str
     return failed
 
 
-async def _run(task: dict[str, Any], planner: Planner, root: Path) -> dict[str, Any]:
+async def _run(
+    task: dict[str, Any], planner: Planner, root: Path, timeout_s: float
+) -> dict[str, Any]:
     work = _Work(root, task.get("catalogue", "demo"))
     journal = SQLiteJournal(root / "ember.db")
     started = time.perf_counter()
     try:
         with Runtime(work.registry, planner, journal) as runtime:
-            result = await runtime.run(work.request(task["request"]), today=TODAY)
+            run = runtime.run(work.request(task["request"]), today=TODAY)
+            result = await asyncio.wait_for(run, timeout_s)
+    except TimeoutError:
+        return _timed_out(task, time.perf_counter() - started, timeout_s)
     finally:
         journal.close()
     failed = check_task(task, result, work)
@@ -164,17 +170,36 @@ async def _run(task: dict[str, Any], planner: Planner, root: Path) -> dict[str, 
     }
 
 
+def _timed_out(task: dict[str, Any], seconds: float, limit: float) -> dict[str, Any]:
+    """A run still going after `limit` seconds (a plan that waits, e.g. on a timer) fails."""
+    return {
+        "id": task["id"],
+        "split": task["split"],
+        "kind": task["kind"],
+        "passed": False,
+        "failed": [f"still running after {limit:.0f} s"],
+        "status": "timed out",
+        "steps": [],
+        "answer": "",
+        "unverified": [],
+        "seconds": round(seconds, 2),
+        "latency_ms": {},
+    }
+
+
 async def evaluate_answers(
     planner: Planner,
     tasks: list[dict[str, Any]],
     *,
     progress: Callable[[str], None] = print,
+    timeout_s: float = 300.0,
 ) -> dict[str, Any]:
-    """Run every task (see the module docstring); the pass rate by split and by kind."""
+    """Run every task (see the module docstring); the pass rate by split and by kind. A task
+    still running after `timeout_s` fails."""
     outcomes = []
     for index, task in enumerate(tasks, start=1):
         with tempfile.TemporaryDirectory(prefix="ember-answers-") as tmp:
-            outcome = await _run(task, planner, Path(tmp))
+            outcome = await _run(task, planner, Path(tmp), timeout_s)
         outcomes.append(outcome)
         mark = "pass" if outcome["passed"] else "FAIL " + "; ".join(outcome["failed"])
         progress(f"  {index}/{len(tasks)} {task['id']} ({outcome['seconds']} s): {mark}")
