@@ -1,5 +1,6 @@
 """Observe, then plan on; then the answer: what the runtime asks of a planner after a plan's
-steps ran (pure: no I/O).
+steps ran. The decisions (`worth_a_round`, `dangling`, `observations`) are pure; `plan_on`
+and `answer` sequence the planner's calls and the journal's records for `Runtime`.
 
 - A round of planning on is worth asking for when a result that nothing used came in (a file
   read, a search made, a list fetched, and no step acted on it) and the request asks for
@@ -11,15 +12,40 @@ steps ran (pure: no I/O).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from datetime import date
+from typing import Protocol
 
-from ember.executor.checking import needs_answer
-from ember.executor.steps import StepReport
-from ember.journal import StepStatus
+from ember.errors import ModelError, PlannerError
+from ember.executor.checking import check_answer, needs_answer
+from ember.executor.executor import RunExecution
+from ember.executor.resilience import ExecutionSettings
+from ember.executor.steps import Outcome, StepReport
+from ember.journal import Journal, PlanObserved, RunAnswered, StepStatus
 from ember.plan import ITEM, Step, references
-from ember.planner.base import Observation
+from ember.planner.base import (
+    Answers,
+    AnswerTask,
+    Observation,
+    Planner,
+    PlanningTask,
+    PlansOn,
+)
+from ember.telemetry.latency import LatencyRecorder
+from ember.tools.registry import ToolRegistry
 
-__all__ = ["dangling", "observations", "worth_a_round"]
+__all__ = ["Host", "answer", "dangling", "observations", "plan_on", "worth_a_round"]
+
+
+class Host(Protocol):
+    """What `plan_on` and `answer` use of the `Runtime` they run for."""
+
+    planner: Planner | None
+    registry: ToolRegistry
+    journal: Journal
+    settings: ExecutionSettings
+    wall: Callable[[], float]
+    clock: Callable[[], float]
 
 
 def dangling(steps: Sequence[Step], reports: Sequence[StepReport]) -> list[int]:
@@ -49,3 +75,82 @@ def observations(reports: Sequence[StepReport]) -> tuple[Observation, ...]:
         for report in reports
         if report.status in (StepStatus.SUCCEEDED, StepStatus.FAILED)
     )
+
+
+async def plan_on(
+    runtime: Host, execution: RunExecution, outcome: Outcome, task: str, today: date
+) -> Outcome:
+    """Observe, then plan on (`ember.executor.rounds`): while a result nothing used came
+    in, ask the planner to add steps, at most `max_rounds` times. A round is journaled
+    (`plan.observed`) once planned: a resumed run replays its steps, not the model."""
+    planner = runtime.planner
+    if not isinstance(planner, PlansOn):
+        return outcome
+    done = execution.recorded.rounds if execution.recorded else 0
+    for number in range(done + 1, runtime.settings.max_rounds + 1):
+        steps = [run.step for run in execution.steps.values() if not run.superseded]
+        current = [report for report in outcome.steps if report.id in {s.id for s in steps}]
+        if outcome.waiting or not worth_a_round(task, steps, current):
+            break
+        planning = PlanningTask(
+            task,
+            today,
+            tuple(runtime.registry.descriptors()),
+            earlier=tuple(steps),
+            observations=observations(current),
+        )
+        before = len(execution.steps)
+        outcome = await execution.execute(planner.plan_on(planning))
+        added = len(execution.steps) - before
+        runtime.journal.append_soon(PlanObserved(execution.run_id, runtime.wall(), number, added))
+        if not added:
+            break
+    return outcome
+
+
+async def answer(
+    runtime: Host,
+    execution: RunExecution,
+    outcome: Outcome,
+    *,
+    task: str,
+    today: date,
+    recorder: LatencyRecorder,
+    on_text: Callable[[str], None] | None,
+) -> RunAnswered | None:
+    """The answer the model writes from the results, checked against them and the request,
+    for a request that asks a question (`checking.needs_answer`); None where the template
+    answer stands (an action-only request, no planner that answers, no result, a model
+    error). A resumed run's recorded answer is not written again."""
+    if execution.recorded is not None and execution.recorded.written is not None:
+        return execution.recorded.written
+    planner = runtime.planner
+    done = [step for step in outcome.steps if step.status is StepStatus.SUCCEEDED]
+    if outcome.waiting or not done or not isinstance(planner, Answers):
+        return None
+    if not needs_answer(task):
+        return None
+    asking = AnswerTask(task, today, observations(outcome.steps))
+    chunks: list[str] = []
+    recorder.answer_mark()
+    started = runtime.clock()
+    try:
+        async for chunk in planner.answer(asking):
+            if not chunks:
+                recorder.answer_mark()
+            chunks.append(chunk)
+            if on_text is not None:
+                on_text(chunk)
+    except (PlannerError, ModelError):
+        return None  # the template answer stands
+    if not chunks:
+        recorder.answer_mark()
+    recorder.answer_mark()
+    text = "".join(chunks).strip()
+    if not text:
+        return None
+    unfound = check_answer(text, task, [step.result for step in done])
+    ms = (runtime.clock() - started) * 1000
+    written = RunAnswered(execution.run_id, runtime.wall(), text, unfound, ms)
+    runtime.journal.append_soon(written)
+    return written

@@ -15,22 +15,18 @@ from typing import Any
 import msgspec
 
 from ember.errors import (
-    ModelError,
     NondeterminismError,
-    PlannerError,
     PolicyChangedError,
     UserError,
 )
 from ember.executor import rounds
 from ember.executor.answer import compose_answer
-from ember.executor.checking import check_answer, needs_answer
 from ember.executor.executor import RunExecution
 from ember.executor.resilience import ExecutionSettings
 from ember.executor.steps import Outcome, StepReport
 from ember.journal import (
     Decision,
     Journal,
-    PlanObserved,
     PlanReplanned,
     RunAnswered,
     RunDone,
@@ -45,13 +41,10 @@ from ember.journal import (
 )
 from ember.plan import renumber
 from ember.planner.base import (
-    Answers,
-    AnswerTask,
     FirstToken,
     PlanEvent,
     Planner,
     PlanningTask,
-    PlansOn,
     Prefills,
 )
 from ember.policy.control import ControlPlane
@@ -314,94 +307,17 @@ class Runtime:
                 outcome = await execution.execute(plan)
                 while self._may_replan(outcome):
                     outcome = await execution.execute(self._replan(execution, outcome, task, today))
-                outcome = await self._plan_on(execution, outcome, task, today)
+                outcome = await rounds.plan_on(self, execution, outcome, task, today)
             except* NondeterminismError as group:
                 raise group.exceptions[0] from None
-            written = await self._answer(
-                execution, outcome, task=task, today=today, recorder=recorder, on_text=on_text
+            written = await rounds.answer(
+                self, execution, outcome, task=task, today=today, recorder=recorder, on_text=on_text
             )
         except asyncio.CancelledError:
             if not self._leave_interrupted:
                 await asyncio.shield(self._cancelled(execution, recorder))
             raise
         return await self._finish(run_id, task, outcome, recorder, written)
-
-    async def _plan_on(
-        self, execution: RunExecution, outcome: Outcome, task: str, today: date
-    ) -> Outcome:
-        """Observe, then plan on (`ember.executor.rounds`): while a result nothing used came
-        in, ask the planner to add steps, at most `max_rounds` times. A round is journaled
-        (`plan.observed`) once planned: a resumed run replays its steps, not the model."""
-        planner = self.planner
-        if not isinstance(planner, PlansOn):
-            return outcome
-        done = execution.recorded.rounds if execution.recorded else 0
-        for number in range(done + 1, self.settings.max_rounds + 1):
-            steps = [run.step for run in execution.steps.values() if not run.superseded]
-            current = [report for report in outcome.steps if report.id in {s.id for s in steps}]
-            if outcome.waiting or not rounds.worth_a_round(task, steps, current):
-                break
-            planning = PlanningTask(
-                task,
-                today,
-                tuple(self.registry.descriptors()),
-                earlier=tuple(steps),
-                observations=rounds.observations(current),
-            )
-            before = len(execution.steps)
-            outcome = await execution.execute(planner.plan_on(planning))
-            added = len(execution.steps) - before
-            self.journal.append_soon(PlanObserved(execution.run_id, self.wall(), number, added))
-            if not added:
-                break
-        return outcome
-
-    async def _answer(
-        self,
-        execution: RunExecution,
-        outcome: Outcome,
-        *,
-        task: str,
-        today: date,
-        recorder: LatencyRecorder,
-        on_text: Callable[[str], None] | None,
-    ) -> RunAnswered | None:
-        """The answer the model writes from the results, checked against them and the request,
-        for a request that asks a question (`checking.needs_answer`); None where the template
-        answer stands (an action-only request, no planner that answers, no result, a model
-        error). A resumed run's recorded answer is not written again."""
-        if execution.recorded is not None and execution.recorded.written is not None:
-            return execution.recorded.written
-        planner = self.planner
-        done = [step for step in outcome.steps if step.status is StepStatus.SUCCEEDED]
-        if outcome.waiting or not done or not isinstance(planner, Answers):
-            return None
-        if not needs_answer(task):
-            return None
-        asking = AnswerTask(task, today, rounds.observations(outcome.steps))
-        chunks: list[str] = []
-        recorder.answer_mark()
-        started = self.clock()
-        try:
-            async for chunk in planner.answer(asking):
-                if not chunks:
-                    recorder.answer_mark()
-                chunks.append(chunk)
-                if on_text is not None:
-                    on_text(chunk)
-        except (PlannerError, ModelError):
-            return None  # the template answer stands
-        if not chunks:
-            recorder.answer_mark()
-        recorder.answer_mark()
-        text = "".join(chunks).strip()
-        if not text:
-            return None
-        unfound = check_answer(text, task, [step.result for step in done])
-        ms = (self.clock() - started) * 1000
-        written = RunAnswered(execution.run_id, self.wall(), text, unfound, ms)
-        self.journal.append_soon(written)
-        return written
 
     def _may_replan(self, outcome: Outcome) -> bool:
         return (
