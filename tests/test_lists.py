@@ -46,7 +46,7 @@ class Mailer:
         self.sent: list[tuple[str, str, str]] = []
         self.failing = failing
 
-    def registry(self, *, idempotent: bool = True) -> ToolRegistry:
+    def registry(self, *, idempotent: bool = True, risk: str = "low") -> ToolRegistry:
         registry = ToolRegistry()
 
         @tool(inline=True)
@@ -54,7 +54,7 @@ class Mailer:
             """List the people."""
             return {"rows": self.rows}
 
-        @tool(inline=True, idempotent=idempotent)
+        @tool(inline=True, idempotent=idempotent, risk=risk)
         def send(to: str, body: str, idempotency_key: str = "") -> dict[str, str]:
             """Send a message."""
             if to == self.failing:
@@ -208,4 +208,22 @@ def test_an_interrupted_item_of_a_tool_that_is_not_idempotent_waits_for_a_decisi
     done = asyncio.run(runtime.resume("r-1"))
     assert done.status is RunStatus.SUCCEEDED
     assert len(mailer.sent) == 2  # item 2 taken as done, nothing sent again
+    journal.close()
+
+
+def test_a_high_risk_step_over_a_list_asks_one_approval_for_all_its_items(
+    tmp_path: Path,
+) -> None:
+    mailer = Mailer(PEOPLE)
+    journal = SQLiteJournal(tmp_path / "j.db")
+    runtime = Runtime(mailer.registry(risk="high"), ScriptedPlanner({"mail": plan()}), journal)
+    waiting = asyncio.run(runtime.run("mail", run_id="r-1"))
+    assert waiting.status is RunStatus.WAITING
+    assert mailer.sent == []
+    kinds = [type(e).__struct_config__.tag for e in journal.read("r-1")]
+    assert kinds.count("step.awaiting_approval") == 1  # once for the step, not per item
+    asyncio.run(runtime.resolve("r-1", 2, Decision.APPROVE))
+    done = asyncio.run(runtime.resume("r-1"))
+    assert done.status is RunStatus.SUCCEEDED
+    assert sorted(to for to, _, _ in mailer.sent) == [p["email"] for p in PEOPLE]
     journal.close()
