@@ -23,6 +23,7 @@ _ASKS = re.compile(
     r"describe|find out|count|rank|outline|draft|write up|produce|prepare|analy[sz]e)\b",
     re.IGNORECASE,
 )
+_TELL = re.compile(r"\b(tell me|show me|let me know|give me)\b", re.IGNORECASE)
 _DELIVERS = re.compile(
     r"\b(e-?mail|send|save|write|store|post|book|create|schedule|move|mail)\b[^?]*"
     r"\b(to|into|in|as)\s+(\S+@\S+|/\S+|\S+\.(txt|md|json|csv))",
@@ -53,7 +54,7 @@ def needs_answer(request: str) -> bool:
     where the product goes (an address, a path, a file) asks for an action."""
     if _DELIVERS.search(request):
         return False
-    return "?" in request or bool(_ASKS.search(request))
+    return "?" in request or bool(_ASKS.search(request) or _TELL.search(request))
 
 
 def check_answer(answer: str, request: str, results: Sequence[Any]) -> list[str]:

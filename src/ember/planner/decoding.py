@@ -88,7 +88,7 @@ class PlanDecoder:
         self._request = request
         self._givens = grounding.givens(request, spoken=spoken)
         # Steps over lists are offered when the request asks for something done to each
-        # (every, all) of several things.
+        # (every, all, both, "the three files") of several things.
         self._each_asked = "for-each" not in off and bool(_QUANTIFIER.search(request))
 
     def decode(
@@ -172,7 +172,7 @@ class PlanDecoder:
     def _each(self, step_id: int, ref: str, earlier: list[Step], unused: Sequence[Step]) -> Step:
         """A step over the list `ref` (`2.files`), the `for each item in $2.files: ` written:
         its tool and arguments, with the current item (`$item`) offered as an earlier result.
-        A step that does not use its item is no step over a list: the plan ends."""
+        A step that does not use its item is no step over a list: it is kept as a plain one."""
         items = dict(self._lists(unused))[ref]
         returns = items if items.get("type") == "object" else {"type": "object", "properties": {}}
         item_tool = ToolDescriptor(ITEM_TOOL, {"type": "object"}, returns=returns)
@@ -194,7 +194,7 @@ class PlanDecoder:
             del self._tools[ITEM_TOOL], self._grounds.tools[ITEM_TOOL]
             self._grounds.item = None
         if not any(r.step == ITEM for r in references(step.args)):
-            raise _Ungrounded
+            return step  # a call that does not use the item is made once, as a plain step
         return msgspec.structs.replace(step, each=f"${ref}")
 
     @property
@@ -476,7 +476,11 @@ class PlanDecoder:
 
 
 _DECIMAL = re.compile(r"[0-9]+(?:\.[0-9]+)?")
-_QUANTIFIER = re.compile(r"\b(each|every|all|everyone|everybody)\b", re.IGNORECASE)
+_QUANTIFIER = re.compile(
+    r"\b(each|every|all|everyone|everybody|both|(the|these|those) "
+    r"(two|three|four|five|six|seven|eight|nine|ten) \w+s)\b",
+    re.IGNORECASE,
+)
 
 
 def _indexed(reference: str) -> bool:
