@@ -93,9 +93,16 @@ def test_no_step_over_a_list_where_the_request_asks_for_no_each() -> None:
     assert all(step.each is None for step in steps)
 
 
-def test_the_prompt_teaches_the_syntax() -> None:
-    text = compact_system_text(CATALOGUE)
-    assert "2. for each item in $1.files: read_file(path=$item)" in text
+def test_the_syntax_is_taught_after_a_request_that_asks_for_each_and_only_then() -> None:
+    from datetime import date
+
+    from ember.planner.prompt import FOR_EACH_HINT, build_request
+
+    today = date(2026, 3, 2)
+    assert FOR_EACH_HINT in build_request("Extract every invoice in /srv/in", today)
+    assert FOR_EACH_HINT in build_request("Compare the three statements", today)
+    assert FOR_EACH_HINT not in build_request("Book a hotel in Oslo for two nights", today)
+    assert "for each" not in compact_system_text(CATALOGUE)  # the fixed prefix is unchanged
 
 
 def test_a_plan_made_elsewhere_keeps_its_steps_over_lists_within_the_same_rules() -> None:

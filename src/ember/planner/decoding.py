@@ -89,7 +89,7 @@ class PlanDecoder:
         self._givens = grounding.givens(request, spoken=spoken)
         # Steps over lists are offered when the request asks for something done to each
         # (every, all, both, "the three files") of several things.
-        self._each_asked = "for-each" not in off and bool(_QUANTIFIER.search(request))
+        self._each_asked = "for-each" not in off and grounding.asks_for_each(request)
 
     def decode(
         self,
@@ -476,11 +476,6 @@ class PlanDecoder:
 
 
 _DECIMAL = re.compile(r"[0-9]+(?:\.[0-9]+)?")
-_QUANTIFIER = re.compile(
-    r"\b(each|every|all|everyone|everybody|both|(the|these|those) "
-    r"(two|three|four|five|six|seven|eight|nine|ten) \w+s)\b",
-    re.IGNORECASE,
-)
 
 
 def _indexed(reference: str) -> bool:

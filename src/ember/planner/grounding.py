@@ -32,6 +32,7 @@ __all__ = [
     "PATH_PARAMETER",
     "Given",
     "Grounds",
+    "asks_for_each",
     "breaks_pattern",
     "calendar_dates",
     "givens",
@@ -62,6 +63,17 @@ NUMBER = re.compile(r"(?<![\w.,:/-])[0-9]+(?:,[0-9]{3})*(?:\.[0-9]+)?(?![\w:/]|-
 
 
 Given = tuple[str, ...]  # a value the request gives, in each form a plan may use it
+_QUANTIFIER = re.compile(
+    r"\b(each|every|all|everyone|everybody|both|(the|these|those) "
+    r"(two|three|four|five|six|seven|eight|nine|ten) \w+s)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_for_each(request: str) -> bool:
+    """Whether a request asks for something done to each (every, all, both, "the three
+    files") of several things: only then is a step over a list offered."""
+    return bool(_QUANTIFIER.search(request))
 
 
 def givens(request: str, *, spoken: bool = True) -> list[Given]:

@@ -18,11 +18,13 @@ from ember.plan import Plan
 from ember.planner.base import PlanningTask
 from ember.planner.compact import render_plan, render_step
 from ember.planner.dates import annotate_dates
+from ember.planner.grounding import asks_for_each
 from ember.planner.numbers import annotate_numbers
 from ember.planner.observe import render_observations
 from ember.tools.descriptor import ToolDescriptor
 
 __all__ = [
+    "FOR_EACH_HINT",
     "build_dated",
     "build_prefix",
     "build_request",
@@ -63,8 +65,6 @@ are two calls.
 - A call that needs an earlier call's result refers to it: $N.field is step N's field (list \
 items by index: $1.hotels.0.hotel_id); inside a text write {$N.field}.
 - Write " after N" at the end of a call that must wait for step N but uses none of its results.
-- To make the same call for each item of an earlier list result, write it after \
-"for each item in $N.list: " and use $item (or $item.field) in it.
 - Add optional arguments (marked ?) only when the request asks for them.
 - If no tool can do what is asked, write only: done
 """
@@ -128,15 +128,6 @@ _EXAMPLES = [
                 "tool": "write_file",
                 "args": {"path": "/srv/notes/q1-summary.txt", "content": "$2.summary"},
             },
-        ],
-    ),
-    (
-        "2026-01-12",
-        "Read every file in /srv/minutes and summarize each one.",
-        [
-            {"id": 1, "tool": "list_files", "args": {"directory": "/srv/minutes"}},
-            {"id": 2, "tool": "read_file", "args": {"path": "$item"}, "each": "$1.files"},
-            {"id": 3, "tool": "summarize_text", "args": {"text": "$item.content"}, "each": "$2"},
         ],
     ),
     ("2026-01-12", "Order a pizza to my office.", []),
@@ -241,17 +232,32 @@ def build_dated(today: date) -> str:
     return f"\n\n{calendar_text(today)}<|im_end|>\n<|im_start|>user\n"
 
 
+# Said after a request that asks for something done to each of several things, and only then:
+# the prompt's fixed part (and the plans of every other request) stays as it was.
+FOR_EACH_HINT = (
+    "\n(The same call for each item of an earlier list result is written after "
+    '"for each item in $N.list: ", with $item or $item.field in it, e.g. '
+    "2. for each item in $1.files: read_file(path=$item))"
+)
+
+
 def build_request(request: str, today: date, *, numbers: bool = True) -> str:
-    """The part of the prompt after the dated part: the request, then the assistant's opening."""
-    user = user_text(request, today, numbers=numbers)
+    """The part of the prompt after the dated part: the request (and, when it asks for
+    something done to each of several things, how a step over a list is written), then the
+    assistant's opening."""
+    user = user_text(request, today, numbers=numbers) + _hint(request)
     return f"{user}<|im_end|>\n<|im_start|>assistant\nPlan:\n"
+
+
+def _hint(request: str) -> str:
+    return FOR_EACH_HINT if asks_for_each(request) else ""
 
 
 def build_round(task: PlanningTask, *, numbers: bool = True) -> str:
     """The part after the dated part for a round of planning on: the request, the results so
     far (fenced as data), then the plan so far, which the model continues (`done` if it is
     complete)."""
-    user = user_text(task.request, task.today, numbers=numbers)
+    user = user_text(task.request, task.today, numbers=numbers) + _hint(task.request)
     results = render_observations(task.observations)
     plan = "".join(f"{render_step(step)}\n" for step in task.earlier)
     return f"{user}\n\n{results}<|im_end|>\n<|im_start|>assistant\nPlan:\n{plan}"
