@@ -60,8 +60,16 @@ def test_a_round_adds_steps_from_what_the_results_hold(registry: ToolRegistry) -
     ]
     assert "renew passport" in planner.prompts[1]  # the round saw the file's content
     rounds = [(e.round, e.steps) for e in journal.read("r-1") if isinstance(e, PlanObserved)]
-    assert rounds == [(1, 1), (2, 0)]  # the second round added nothing: no more rounds
-    assert planner.calls["plan_on"] == 2
+    assert rounds == [(1, 1)]  # the plan now ends on an action: no second round
+    assert planner.calls["plan_on"] == 1
+
+
+def test_a_plan_that_ends_on_an_action_asks_for_no_round(registry: ToolRegistry) -> None:
+    request = "Email 'all good' to ann@example.com"
+    plan = '1. send_email(to="ann@example.com", subject="All good", body="all good")\ndone'
+    planner = FakeModelPlanner({request: plan}, rounds={request: plan})
+    asyncio.run(Runtime(registry, planner, MemoryJournal()).run(request, today=TODAY))
+    assert planner.calls["plan_on"] == 0  # an action-only request costs no model pass more
 
 
 def test_rounds_are_bounded(registry: ToolRegistry) -> None:

@@ -2,9 +2,11 @@
 steps ran. The decisions (`worth_a_round`, `dangling`, `observations`) are pure; `plan_on`
 and `answer` sequence the planner's calls and the journal's records for `Runtime`.
 
-- A round of planning on is worth asking for when a result that nothing used came in (a file
-  read, a search made, a list fetched, and no step acted on it) and the request asks for
-  actions, not a written answer (a question is answered from the results instead). At most
+- A round of planning on is worth asking for when the plan ended on a read that nothing used
+  (its last step's result holds a list or a text: a file read, a search made, a list fetched)
+  and the request asks for actions, not a written answer (a question is answered from the
+  results instead). A plan that ends on an action (a mail sent, a room booked with its
+  receipt) asks for none, so an action-only request costs no model pass more. At most
   `ExecutionSettings.max_rounds` rounds; a round that adds no step ends them.
 - What the model sees of the results (`Observation`s) is data: the planner fences and labels
   them (`ember.planner.observe`) and its grounding rules decide which values a step may take.
@@ -12,9 +14,9 @@ and `answer` sequence the planner's calls and the journal's records for `Runtime
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import date
-from typing import Protocol
+from typing import Any, Protocol
 
 from ember.errors import ModelError, PlannerError
 from ember.executor.checking import check_answer, needs_answer
@@ -61,9 +63,27 @@ def dangling(steps: Sequence[Step], reports: Sequence[StepReport]) -> list[int]:
     ]
 
 
-def worth_a_round(request: str, steps: Sequence[Step], reports: Sequence[StepReport]) -> bool:
-    """Whether to ask the planner to plan on (see the module docstring)."""
-    return bool(steps) and not needs_answer(request) and bool(dangling(steps, reports))
+def worth_a_round(
+    request: str,
+    steps: Sequence[Step],
+    reports: Sequence[StepReport],
+    returns: Mapping[str, dict[str, Any] | None],
+) -> bool:
+    """Whether to ask the planner to plan on (see the module docstring); `returns`: each
+    tool's result schema."""
+    if not steps or needs_answer(request):
+        return False
+    last = max(steps, key=lambda step: step.id)
+    return last.id in dangling(steps, reports) and _reads(returns.get(last.tool))
+
+
+def _reads(returns: dict[str, Any] | None) -> bool:
+    """Whether a result of this schema carries data to act on: a list, or a text."""
+    fields = (returns or {}).get("properties", {})
+    return any(schema.get("type") == "array" or name in _TEXTS for name, schema in fields.items())
+
+
+_TEXTS = frozenset({"content", "text", "body", "rows", "matches"})
 
 
 def observations(reports: Sequence[StepReport]) -> tuple[Observation, ...]:
@@ -90,7 +110,8 @@ async def plan_on(
     for number in range(done + 1, runtime.settings.max_rounds + 1):
         steps = [run.step for run in execution.steps.values() if not run.superseded]
         current = [report for report in outcome.steps if report.id in {s.id for s in steps}]
-        if outcome.waiting or not worth_a_round(task, steps, current):
+        returns = {d.tool_name: d.returns for d in runtime.registry.descriptors()}
+        if outcome.waiting or not worth_a_round(task, steps, current, returns):
             break
         planning = PlanningTask(
             task,
