@@ -259,7 +259,8 @@ def test_a_request_typed_ahead_is_read_before_it_is_submitted() -> None:
     from ember.planner.llama import LlamaPlanner
     from ember.planner.prompt import build_request
 
-    planner = LlamaPlanner(prefix_cache=False)
+    # no plans by shape: the second plan of the request must be read by the model, not recalled
+    planner = LlamaPlanner(prefix_cache=False, shapes=False)
     today = date(2026, 3, 2)
     request = "What's the weather in Lisbon on 2026-03-05?"
     plain = _plan(planner, request)
