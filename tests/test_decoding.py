@@ -17,7 +17,7 @@ import numpy as np
 
 from ember.plan import Step
 from ember.planner import grounding
-from ember.planner.compact import field_paths
+from ember.planner.compact import field_paths, render_step
 from ember.planner.decoding import PlanDecoder
 from ember.planner.vocabulary import Logits, Vocabulary, _common_prefix
 from ember.tools.demo import demo_catalog
@@ -114,8 +114,11 @@ def plan(
     *,
     abstain: tuple[float, float] | None = None,
     catalogue: tuple[ToolDescriptor, ...] = CATALOGUE,
+    earlier: Sequence[Step] = (),
+    prompt_extra: str = "",
 ) -> list[Step]:
-    """The steps the decoder lets a model that wishes `wish` write for `request`."""
+    """The steps the decoder lets a model that wishes `wish` write for `request` (after
+    `earlier` steps, which the wish repeats, in a round of planning on)."""
     model = WishfulModel(wish)
     decoder = PlanDecoder(
         model,
@@ -125,7 +128,9 @@ def plan(
         request=request,
         abstain=abstain,
     )
-    return decoder.decode(f"Request: {request}{PLAN}", on_step=lambda _: None)
+    so_far = "".join(f"{render_step(step)}\n" for step in earlier)
+    prompt = f"Request: {request}\n{prompt_extra}{PLAN}{so_far}"
+    return decoder.decode(prompt, on_step=lambda _: None, earlier=earlier)
 
 
 def test_a_plan_whose_every_value_is_grounded_is_written_as_the_model_prefers() -> None:

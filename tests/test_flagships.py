@@ -43,7 +43,17 @@ def start(name: str, work: Path, *options: str) -> subprocess.Popen[str]:
 def test_competitor_analysis(tmp_path: Path) -> None:
     result = run("competitors", tmp_path)
     assert result["status"] == "succeeded"
-    assert [s["tool"] for s in result["steps"]] == ["docs_financials"] * 3 + ["docs_slide_outline"]
+    # the statements listed, then read one by one (a step over the list), then outlined
+    assert [s["tool"] for s in result["steps"]] == [
+        "files_list",
+        "docs_financials",
+        "docs_slide_outline",
+    ]
+    assert [Path(s["source"]).name for s in result["steps"][1]["result"]] == [
+        "acme.csv",
+        "borealis.xlsx",
+        "cobalt.pdf",
+    ]
     outline = json.loads(Path(result["json"]).read_text())
     assert [r["company"] for r in outline["ratios"]] == [
         "Acme Robotics",

@@ -146,9 +146,14 @@ def test_embedded_model_answers_a_single_tool_request(ember_env: dict[str, str])
         ("get_weather", {"city": "Tokyo", "date": "2026-03-03"})
     ]
     assert out["steps"][0]["result"]["city"] == "Tokyo"
+    # a question: the model writes the answer from the result (not the template), checked
+    assert not out["answer"].startswith("**Task:**")
+    assert "Tokyo" in out["answer"]
+    assert isinstance(out["unverified"], list)
     latency = out["latency_ms"]  # measured, not judged: speed is for benchmarks/
     assert latency["l1_ttft"] > 0
     assert latency["l1_plan"] >= latency["l1_ttft"]
+    assert latency["l1_answer"] >= latency["l1_answer_ttft"] > 0
 
 
 def test_compact_syntax_renders_calls_references_and_orderings() -> None:
@@ -203,8 +208,24 @@ def test_the_embedded_model_writes_a_valid_multi_step_plan() -> None:
     assert steps[0].args == {"customer_id": "C-4471"}
     assert steps[1].args["to"] == "sales@example.com"
     catalog = {tool.tool_name: tool.to_json() for tool in CATALOGUE}
-    plan_json = {"steps": [msgspec.to_builtins(step) for step in steps]}
-    assert scoring.validate_plan(plan_json, catalog) == []
+    plain = [{k: v for k, v in msgspec.to_builtins(s).items() if k != "each"} for s in steps]
+    assert scoring.validate_plan({"steps": plain}, catalog) == []
+
+
+@pytest.mark.model
+@pytest.mark.skipif(_model_available() is not None, reason=str(_model_available()))
+def test_the_embedded_model_goes_through_a_list_item_by_item() -> None:
+    """The real model, offered `for each item in $1.files: ` where the request asks about
+    each of several files: one step over the list, its item a path."""
+    from ember.planner.llama import LlamaPlanner
+
+    planner = LlamaPlanner(prefix_cache=False)
+    steps = _plan(planner, "What is the total of each invoice in /data/inbox?")
+    assert steps[0].tool == "list_files"
+    assert steps[0].args == {"directory": "/data/inbox"}
+    assert steps[1].tool == "extract_invoice"
+    assert steps[1].each == "$1.files"
+    assert steps[1].args == {"path": "$item"}
 
 
 @pytest.mark.model

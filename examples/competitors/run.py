@@ -1,4 +1,5 @@
-"""Flagship 1, competitor analysis: three financial statements (CSV, XLSX, PDF) -> key ratios
+"""Flagship 1, competitor analysis: the statements folder listed, then each statement (CSV, XLSX,
+PDF) read by a step over the list (one journaled call per file) -> key ratios
 -> a slide outline as JSON and Markdown, chart suggestions, the charts as PNG; the latency of
 each layer printed beside the 650 ms the hosted platform claims for this task.
 

@@ -5,6 +5,11 @@ argument that is exactly `"$N"` or `"$N.path.to.field"` stands for step N's resu
 in it; list indexes are numbers: `"$1.hotels.0.hotel_id"`). Inside a longer string,
 `"{$N.path}"` is replaced by that value as text (JSON for lists and objects). A step depends on
 the steps its arguments reference and on those in `after`. Nothing here does I/O.
+
+A step over a list (`"each": "$2.rows"`) runs once per item of that list: inside its arguments
+`"$item"` / `"$item.field"` (and `"{$item.field}"` in a text) stand for the current item. Each
+item is a call of its own (journaled, with its own idempotency key); the step's result is the
+list of the items' results, in order.
 """
 
 from __future__ import annotations
@@ -20,22 +25,30 @@ import msgspec
 from ember.errors import PlanError
 
 __all__ = [
+    "ITEM",
+    "ITEM_TOOL",
     "Plan",
     "Reference",
     "Step",
     "canonical_args",
     "dependencies",
+    "each_items",
     "find_cycle",
     "lookup",
     "references",
     "renumber",
     "resolve",
+    "step_ref",
 ]
 
 _SEGMENTS = r"((?:\.[^.\s{}\[\]$]+)*)"  # .field or .0 (a list index), any number of them
-_WHOLE = re.compile(r"\$([0-9]+)" + _SEGMENTS)
-_EMBEDDED = re.compile(r"\{\$([0-9]+)" + _SEGMENTS + r"\}")
-_LOOKS_LIKE_REF = re.compile(r"\$[0-9]")
+_WHOLE = re.compile(r"\$([0-9]+|item)" + _SEGMENTS)
+_EMBEDDED = re.compile(r"\{\$([0-9]+|item)" + _SEGMENTS + r"\}")
+_LOOKS_LIKE_REF = re.compile(r"\$(?:[0-9]|item\b)")
+ITEM = 0  # the step id `$item` references stand for: the current item of a step over a list
+# The item as a planner sees it while it writes a step over a list: an earlier "step" whose
+# result is the item (`Step(ITEM, ITEM_TOOL)`); never a step of a plan.
+ITEM_TOOL = "__item__"
 
 
 class Step(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -45,10 +58,18 @@ class Step(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     tool: str
     args: dict[str, Any] = {}
     after: list[int] = []
+    each: str | None = None  # `"$N.path"`: run once per item of that list (`$item` in args)
 
     def __post_init__(self) -> None:
-        if self.id < 1:
+        if self.id < 1 and (self.id, self.tool) != (ITEM, ITEM_TOOL):
             raise PlanError(f"step id must be a positive integer, got {self.id}")
+        if self.each is not None:
+            source = _parse_whole(self.each) if self.each.startswith("$") else None
+            if source is None or source.step == ITEM:
+                raise PlanError(
+                    f"step {self.id}: 'each' must be a reference to an earlier result's list "
+                    f'("$2.rows"), got {self.each!r}'
+                )
 
 
 class Plan(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -81,7 +102,7 @@ class Reference(msgspec.Struct, frozen=True):
     path: tuple[str, ...]
 
     def __str__(self) -> str:
-        return "$" + ".".join((str(self.step), *self.path))
+        return "$" + ".".join((step_ref(self.step), *self.path))
 
 
 @functools.lru_cache(maxsize=8192)  # plans repeat their strings; parsing is the hot part
@@ -97,7 +118,16 @@ def _parse_whole(text: str) -> Reference | None:
             )
         return None
     path = tuple(match.group(2).split(".")[1:]) if match.group(2) else ()
-    return Reference(int(match.group(1)), path)
+    return Reference(_step_id(match.group(1)), path)
+
+
+def _step_id(text: str) -> int:
+    return ITEM if text == "item" else int(text)
+
+
+def step_ref(step_id: int) -> str:
+    """How a reference names step `step_id`: its number, or `item` (`ITEM`)."""
+    return "item" if step_id == ITEM else str(step_id)
 
 
 def references(value: Any) -> Iterator[Reference]:
@@ -109,7 +139,7 @@ def references(value: Any) -> Iterator[Reference]:
         elif "{$" in value:
             for match in _EMBEDDED.finditer(value):
                 path = tuple(match.group(2).split(".")[1:]) if match.group(2) else ()
-                yield Reference(int(match.group(1)), path)
+                yield Reference(_step_id(match.group(1)), path)
     elif isinstance(value, dict):
         for item in value.values():
             yield from references(item)
@@ -124,8 +154,24 @@ def canonical_args(args: dict[str, Any]) -> bytes:
 
 
 def dependencies(step: Step) -> set[int]:
-    """The ids of the steps `step` must wait for: those it references, and its `after`."""
-    return {ref.step for ref in references(step.args)} | set(step.after)
+    """The ids of the steps `step` must wait for: those it references (its list's too), and its
+    `after`."""
+    refs = {ref.step for ref in references(step.args)} - {ITEM}
+    if step.each is not None:
+        refs |= {ref.step for ref in references(step.each)}
+    return refs | set(step.after)
+
+
+def each_items(step: Step, results: Mapping[int, Any]) -> list[Any]:
+    """The items a step over a list runs for; PlanError if its `each` is not a list."""
+    assert step.each is not None
+    value = resolve(step.each, results)
+    if not isinstance(value, list):
+        raise PlanError(
+            f"step {step.id} runs for each item of {step.each}, which is not a list: "
+            f"{_preview(value)}"
+        )
+    return value
 
 
 def lookup(result: Any, ref: Reference) -> Any:
@@ -156,9 +202,10 @@ def resolve(value: Any, results: Mapping[int, Any]) -> Any:
         return _EMBEDDED.sub(
             lambda m: _as_text(
                 lookup(
-                    results[int(m.group(1))],
+                    results[_step_id(m.group(1))],
                     Reference(
-                        int(m.group(1)), tuple(m.group(2).split(".")[1:]) if m.group(2) else ()
+                        _step_id(m.group(1)),
+                        tuple(m.group(2).split(".")[1:]) if m.group(2) else (),
                     ),
                 )
             ),
@@ -179,15 +226,26 @@ def renumber(step: Step, offset: int) -> Step:
         if isinstance(value, str):
             whole = _parse_whole(value)
             if whole is not None:
-                return str(Reference(whole.step + offset, whole.path))
-            return _EMBEDDED.sub(lambda m: f"{{${int(m.group(1)) + offset}{m.group(2)}}}", value)
+                return str(
+                    whole if whole.step == ITEM else Reference(whole.step + offset, whole.path)
+                )
+            return _EMBEDDED.sub(
+                lambda m: f"{{${_shifted(m.group(1), offset)}{m.group(2)}}}", value
+            )
         if isinstance(value, dict):
             return {key: shift(item) for key, item in value.items()}
         if isinstance(value, list):
             return [shift(item) for item in value]
         return value
 
-    return Step(step.id + offset, step.tool, shift(step.args), [a + offset for a in step.after])
+    each = shift(step.each) if step.each is not None else None
+    return Step(
+        step.id + offset, step.tool, shift(step.args), [a + offset for a in step.after], each
+    )
+
+
+def _shifted(step_id: str, offset: int) -> str:
+    return step_id if step_id == "item" else str(int(step_id) + offset)
 
 
 def find_cycle(dependencies: Mapping[int, Iterable[int]]) -> list[int] | None:

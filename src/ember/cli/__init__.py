@@ -376,6 +376,18 @@ def _add_eval_command(commands: Any) -> None:
         "6.25,6.25: a single threshold)",
     )
     planner.set_defaults(handler=_command("measure", "eval_planner"))
+    answers = kinds.add_parser(
+        "answers",
+        help="run requests end to end with real tools; score final state and final answer",
+    )
+    answers.add_argument(
+        "--tasks", default="evals/answers/tasks.jsonl", help="the task file (JSON Lines)"
+    )
+    answers.add_argument("--split", choices=["dev", "heldout", "all"], default="all")
+    answers.add_argument("--only", help="comma-separated task ids")
+    _planner_options(answers, default="llama")
+    answers.add_argument("--json", action="store_true", help="print the summary as JSON")
+    answers.set_defaults(handler=_command("measure", "eval_answers"))
     bfcl = kinds.add_parser(
         "bfcl", help="score the planner on BFCL's single-turn categories with BFCL's own checker"
     )

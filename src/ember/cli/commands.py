@@ -83,7 +83,11 @@ def run(args: argparse.Namespace) -> int:
             assert runtime.control is not None
             principal = acting(args, runtime.control)
             runtime.control.refresh().require(principal, "start_run", "runs")
-            result = await runtime.run(args.task, today=args.today, principal=principal)
+            streaming = _AnswerStream()
+            result = await runtime.run(
+                args.task, today=args.today, principal=principal, on_text=streaming.write
+            )
+            streaming.end()
             # it owns only its own run; others left by a dead process are named, not taken
             others = [r for r in runtime.interrupted_runs(limit=100) if r != result.run_id]
             if config.journal_url:  # a cluster's: the workers' runs are not interrupted
@@ -97,6 +101,23 @@ def run(args: argparse.Namespace) -> int:
             f"is gone), e.g. {others[-1]}: `ember resume --all` continues them"
         )
     return report(args, config, result)
+
+
+class _AnswerStream:
+    """The answer the model writes, on stderr as it comes (the whole result follows on stdout)."""
+
+    def __init__(self) -> None:
+        self.started = False
+
+    def write(self, text: str) -> None:
+        if not self.started:
+            self.started = True
+            print("  answer: ", end="", file=sys.stderr)
+        print(text, end="", file=sys.stderr, flush=True)
+
+    def end(self) -> None:
+        if self.started:
+            print(file=sys.stderr, flush=True)
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -298,19 +319,26 @@ class _Progress:
             case PlanStep(step=step):
                 self.tools[step.id] = step.tool
                 after = f" after {step.after}" if step.after else ""
-                line = f"plan  {step.id}. {step.tool} {_compact(step.args)}{after}"
-            case StepIntent(step_id=step_id, tool=tool):
-                line = f"  start {step_id}. {tool}"
-            case StepDone(step_id=step_id, ms=ms):
-                line = f"  done  {step_id}. {self.tools.get(step_id, '')} ({ms:.2f} ms)"
-            case StepFailed(step_id=step_id, error=error):
-                line = f"  FAIL  {step_id}. {error}"
+                each = f" for each item in {step.each}" if step.each else ""
+                line = f"plan  {step.id}. {step.tool} {_compact(step.args)}{after}{each}"
+            case StepIntent(step_id=step_id, tool=tool, item=item):
+                line = f"  start {_where(step_id, item)}. {tool}"
+            case StepDone(step_id=step_id, ms=ms, item=item):
+                tool = self.tools.get(step_id, "")
+                line = f"  done  {_where(step_id, item)}. {tool} ({ms:.2f} ms)"
+            case StepFailed(step_id=step_id, error=error, item=item):
+                line = f"  FAIL  {_where(step_id, item)}. {error}"
             case StepSkipped(step_id=step_id, reason=reason):
                 line = f"  skip  {step_id}. {reason}"
             case StepDenied(step_id=step_id, reason=reason):
                 line = f"  DENY  {step_id}. {reason}"
         if line is not None:
             say(line)
+
+
+def _where(step_id: int, item: int | None) -> str:
+    """`3`, or `3[12]` for item 12 of a step over a list."""
+    return str(step_id) if item is None else f"{step_id}[{item}]"
 
 
 def _compact(value: Any) -> str:
@@ -330,7 +358,10 @@ def _print_result(result: RunResult, config: Settings) -> None:
         "l2_overhead": "L2 orchestration overhead",
         "l3_persist": "L3 journal persistence",
         "l4_e2e": "L4 end to end",
+        "l1_answer_ttft": "  of which the answer, first token",
+        "l1_answer": "  of which the answer, written",
     }
     for key, label in labels.items():
-        print(f"  {label:<30} {result.latency_ms[key]:>10.2f}")
+        if key in result.latency_ms:
+            print(f"  {label:<30} {result.latency_ms[key]:>10.2f}")
     print(f"\njournal: {config.db}   demo outbox: {config.demo_dir / 'outbox'}")

@@ -81,6 +81,28 @@ def eval_planner(args: argparse.Namespace) -> int:
     return 0
 
 
+def eval_answers(args: argparse.Namespace) -> int:
+    from ember.measure.answers_eval import evaluate_answers, load_tasks
+
+    tasks = load_tasks(args.tasks)
+    if args.split != "all":
+        tasks = [t for t in tasks if t["split"] == args.split]
+    if args.only:
+        wanted = set(args.only.split(","))
+        tasks = [t for t in tasks if t["id"] in wanted]
+    planner = build_planner(settings(args).planner, say=say)
+    assert planner is not None, "eval answers always names a planner"
+    summary = asyncio.run(evaluate_answers(planner, tasks, progress=say))
+    if args.json:
+        print(json.dumps(summary, ensure_ascii=False))
+        return 0
+    for split, rate in summary["by_split"].items():
+        print(f"{split:<8} {rate['passed']}/{rate['n']} = {rate['rate']:.1%}")
+    for kind, rate in summary["by_kind"].items():
+        print(f"  {kind:<20} {rate['passed']}/{rate['n']}")
+    return 0
+
+
 def _band(text: str) -> tuple[float, float]:
     try:
         low, high = (float(part) for part in text.split(","))

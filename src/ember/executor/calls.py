@@ -69,7 +69,7 @@ class Dispatcher:
                     )
                     mark = self.recorder.clock()
                     await self.journal.append(
-                        StepJob(self.run_id, self.wall(), context.step_id, job)
+                        StepJob(self.run_id, self.wall(), context.step_id, job, context.item)
                     )
                     persist = self.recorder.persisted(mark)
                 op = functools.partial(transport.wait, tool, job)

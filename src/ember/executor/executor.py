@@ -23,6 +23,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mappin
 from concurrent.futures import Executor
 from typing import Any
 
+import msgspec
+
 from ember.errors import (
     ArgumentError,
     NondeterminismError,
@@ -33,6 +35,7 @@ from ember.errors import (
 )
 from ember.executor.calls import Dispatcher
 from ember.executor.dag import Graph
+from ember.executor.items import ItemOutcome, WithItem, combine
 from ember.executor.resilience import ExecutionSettings
 from ember.executor.steps import FINAL, WAITING, Outcome, StepRun
 from ember.journal import (
@@ -52,7 +55,7 @@ from ember.journal import (
     StepStatus,
     idempotency_key,
 )
-from ember.plan import Step, canonical_args, find_cycle, resolve
+from ember.plan import Step, canonical_args, each_items, find_cycle, resolve
 from ember.planner.base import FirstToken, PlanEvent
 from ember.policy import CallContext, Ruling, Verdict, decide
 from ember.policy.control import ControlPlane
@@ -276,6 +279,9 @@ class RunExecution:
             step = then.pop()
 
     async def _run_step(self, step: Step) -> None:
+        if step.each is not None:
+            await self._run_each(step)
+            return
         clock = self.recorder.clock
         started = clock()
         persist = self_s = 0.0
@@ -419,13 +425,14 @@ class RunExecution:
         *,
         ruling: Ruling,
         version: int | None,
+        item: int | None = None,
     ) -> tuple[ToolResult, float]:
         """Intent, then the call, registered under `call` so that duplicates share it. Returns
         the result and the journal's time. An interrupted call's intent is recorded already;
         under a control plane it is written again with the decision made now (and its first
-        time: durable timers count from it)."""
+        time: durable timers count from it). `item`: one item's call of a step over a list."""
         persist = 0.0
-        key = idempotency_key(self.run_id, step.id, step.tool, args, call[1])
+        key = idempotency_key(self.run_id, step.id, step.tool, args, call[1], item=item)
         interrupted = record is not None and record.intent_args is not None
         intent_at = (record.intent_at if record is not None else None) or self.wall()
         retried = record is not None and record.decision is Decision.RETRY
@@ -442,13 +449,15 @@ class RunExecution:
                     self.principal,
                     version,
                     ruling.rule,
+                    item,
                 )
             )
             persist += self.recorder.persisted(mark)
         if self.first_dispatch is None:
             self.first_dispatch = self.wall()
         future: asyncio.Future[ToolResult] = asyncio.get_running_loop().create_future()
-        self._calls[call] = future
+        if item is None:
+            self._calls[call] = future
         context = StepContext(
             self.run_id,
             step.id,
@@ -458,6 +467,7 @@ class RunExecution:
             self.sleep,
             self.pool,
             traceparent(self.recorder.trace, step.id),
+            item,
         )
         job = record.job if record is not None else None
         try:
@@ -468,6 +478,151 @@ class RunExecution:
             raise
         future.set_result(outcome)
         return outcome, persist + job_persist
+
+    async def _run_each(self, step: Step) -> None:
+        """A step over a list: one call per item, `max_concurrency` at a time (workers take the
+        next item as one finishes), each journaled with its index; the items a crashed process
+        finished are taken from the journal. The step then succeeds with the items' results,
+        fails naming the items that failed, or waits for a person (`items.combine`)."""
+        started = self.recorder.clock()
+        record = self.recorded.steps.get(step.id) if self.recorded else None
+        try:
+            items = each_items(step, self._results)
+            registered = self.registry.get(step.tool)
+        except (PlanError, ToolCallError) as exc:
+            self._fail(step.id, f"step {step.id} ({step.tool}) failed: {exc}", 0.0)
+            return
+        outcomes: list[ItemOutcome | None] = [None] * len(items)
+        todo: list[int] = []
+        for index in range(len(items)):
+            done = record.items.get(index) if record is not None else None
+            if done is not None and done.status in FINAL:
+                outcomes[index] = ItemOutcome.recorded(done)
+            else:
+                todo.append(index)
+        pending = iter(todo)
+
+        async def worker() -> None:
+            for index in pending:
+                outcomes[index] = await self._run_item(
+                    step, registered, index, items[index], record
+                )
+
+        workers = min(len(todo), self._dispatcher.settings.max_concurrency)
+        async with asyncio.TaskGroup() as group:
+            for _ in range(workers):
+                group.create_task(worker())
+        status, value, error = combine([o for o in outcomes if o is not None])
+        ms = (self.recorder.clock() - started) * 1000
+        if status is StepStatus.SUCCEEDED:
+            self._succeed(step.id, ToolResult(value, 0.0), ms)
+        elif status is StepStatus.FAILED:
+            self._fail(step.id, f"step {step.id} ({step.tool}): {error}", ms)
+        else:
+            self.steps[step.id].status, self.steps[step.id].error = status, error
+
+    async def _run_item(
+        self,
+        step: Step,
+        registered: RegisteredTool,
+        index: int,
+        item: Any,
+        parent: StepState | None,
+    ) -> ItemOutcome:
+        """One item's call of a step over a list, as `_run_step` runs a step's; its outcome."""
+        clock = self.recorder.clock
+        started = clock()
+        persist = self_s = 0.0
+        record = parent.items.get(index) if parent is not None else None
+        if parent is not None:  # a person decides about the step, for each of its items
+            record = msgspec.structs.replace(record or parent, decision=parent.decision)
+        try:
+            args = resolve(step.args, WithItem(self._results, item))
+            registered.validate(args)
+            interrupted = record is not None and record.intent_args is not None
+            if interrupted and record is not None and record.intent_args != args:
+                raise NondeterminismError(
+                    self.run_id,
+                    step.id,
+                    f"{step.tool} item {index} called with {record.intent_args}",
+                    f"{step.tool} item {index} called with {args}",
+                )
+            while True:  # again when the control plane changed before the decision committed
+                ruling, version = self._decide(step, registered, args, interrupted, record)
+                try:
+                    if ruling.verdict is not Verdict.RUN:
+                        return await self._hold_item(
+                            step, index, args=args, ruling=ruling, version=version, record=record
+                        )
+                    call = _call_key(step.tool, args)
+                    outcome, persist = await self._call_once(
+                        step, registered, args, call, record, ruling=ruling, version=version,
+                        item=index,
+                    )  # fmt: skip
+                    break
+                except PolicyChangedError:
+                    assert self.control is not None
+                    self.control.refresh()
+            self_s = outcome.self_s
+        except ArgumentError as exc:
+            detail = f"{exc.argument}={exc.value!r}" if exc.argument else "its arguments"
+            error = f"called with {detail}: {exc.detail} (rule {exc.rule!r})"
+            return self._item_failed(step, index, error, started)
+        except (PlanError, ToolCallError) as exc:
+            return self._item_failed(step, index, str(exc), started)
+        finally:
+            self.recorder.step(step.id, step.tool, started, self_s, persist)
+        ms = (clock() - started) * 1000
+        self.journal.append_soon(
+            StepDone(self.run_id, self.wall(), step.id, outcome.value, ms, self_s * 1000, index)
+        )
+        return ItemOutcome(StepStatus.SUCCEEDED, outcome.value)
+
+    def _item_failed(self, step: Step, index: int, error: str, started: float) -> ItemOutcome:
+        ms = (self.recorder.clock() - started) * 1000
+        self.journal.append_soon(StepFailed(self.run_id, self.wall(), step.id, error, ms, index))
+        return ItemOutcome(StepStatus.FAILED, error=error)
+
+    async def _hold_item(
+        self,
+        step: Step,
+        index: int,
+        *,
+        args: dict[str, Any],
+        ruling: Ruling,
+        version: int | None,
+        record: StepState | None,
+    ) -> ItemOutcome:
+        """A ruling other than `run` for one item (see `_hold`); the step's approval is asked
+        once, for all its items."""
+        verdict, reason = ruling.verdict, ruling.reason
+        if verdict is Verdict.DENY:
+            denied = StepDenied(
+                self.run_id, self.wall(), step.id, step.tool, args, reason, self.principal,
+                version, ruling.rule, index,
+            )  # fmt: skip
+            await self.journal.append(denied)
+            return ItemOutcome(StepStatus.FAILED, error=reason)
+        if verdict is Verdict.FAIL:
+            return self._item_failed(step, index, reason, self.recorder.clock())
+        if verdict is Verdict.TAKE_AS_DONE:
+            self.journal.append_soon(StepDone(self.run_id, self.wall(), step.id, None, 0, 0, index))
+            return ItemOutcome(StepStatus.SUCCEEDED)
+        if verdict is Verdict.AWAIT_APPROVAL:
+            run = self.steps[step.id]
+            if run.status is not StepStatus.AWAITING_APPROVAL and (
+                record is None or record.status is not StepStatus.AWAITING_APPROVAL
+            ):
+                run.status = StepStatus.AWAITING_APPROVAL  # asked once, by the first item
+                waiting = StepAwaitingApproval(
+                    self.run_id, self.wall(), step.id, step.tool, args, self.principal, version,
+                    ruling.rule,
+                )  # fmt: skip
+                await self.journal.append(waiting)
+            return ItemOutcome(StepStatus.AWAITING_APPROVAL, error=reason)
+        if record is None or record.status is not StepStatus.IN_DOUBT:
+            self.journal.append_soon(StepInDoubt(self.run_id, self.wall(), step.id, reason, index))
+        return ItemOutcome(StepStatus.IN_DOUBT, error=reason)
 
     def _succeed(self, step_id: int, outcome: ToolResult, ms: float) -> None:
         """Record a step's result and start what it unblocked. The `step.done` record is queued

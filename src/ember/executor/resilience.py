@@ -41,6 +41,8 @@ class ExecutionSettings(msgspec.Struct, frozen=True):
     - `thread_pool_size`: threads for plain (blocking) Python tools, sized here rather than by
       Python's default (which gives 6 threads on 2 cores).
     - `max_replans`: how many times a failed run may ask the planner for a new plan.
+    - `max_rounds`: how many times a run may ask a planner that can (`PlansOn`) to add steps
+      after results came in (observe, then plan on).
     """
 
     default_timeout_s: float | None = 300.0
@@ -49,6 +51,7 @@ class ExecutionSettings(msgspec.Struct, frozen=True):
     tool_limits: dict[str, int] = {}
     thread_pool_size: int = 32
     max_replans: int = 0
+    max_rounds: int = 2
 
 
 async def call_with_retries(

@@ -14,7 +14,12 @@ from typing import Any
 
 import msgspec
 
-from ember.errors import NondeterminismError, PolicyChangedError, UserError
+from ember.errors import (
+    NondeterminismError,
+    PolicyChangedError,
+    UserError,
+)
+from ember.executor import rounds
 from ember.executor.answer import compose_answer
 from ember.executor.executor import RunExecution
 from ember.executor.resilience import ExecutionSettings
@@ -23,6 +28,7 @@ from ember.journal import (
     Decision,
     Journal,
     PlanReplanned,
+    RunAnswered,
     RunDone,
     RunResumed,
     RunStarted,
@@ -34,7 +40,13 @@ from ember.journal import (
     fold,
 )
 from ember.plan import renumber
-from ember.planner.base import FirstToken, PlanEvent, Planner, PlanningTask, Prefills
+from ember.planner.base import (
+    FirstToken,
+    PlanEvent,
+    Planner,
+    PlanningTask,
+    Prefills,
+)
 from ember.policy.control import ControlPlane
 from ember.telemetry.latency import LatencyRecorder
 from ember.tools.registry import ToolRegistry
@@ -47,7 +59,8 @@ class RunResult(msgspec.Struct, frozen=True):
 
     `status` is `waiting` when recovery found steps in doubt: decide each with `resolve`, then
     `resume` the run. `first_dispatch`: the wall time (epoch seconds) this process made the
-    run's first tool call, None if it made none."""
+    run's first tool call, None if it made none. `unverified`: what an answer the model wrote
+    states that neither the results nor the request hold (`number 41.5`, `name Borealis`)."""
 
     run_id: str
     status: RunStatus
@@ -56,6 +69,7 @@ class RunResult(msgspec.Struct, frozen=True):
     latency_ms: dict[str, float]
     error: str | None = None
     first_dispatch: float | None = None
+    unverified: list[str] = []
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = msgspec.to_builtins(self)
@@ -171,9 +185,12 @@ class Runtime:
         today: date | None = None,
         run_id: str | None = None,
         principal: str = "",
+        on_text: Callable[[str], None] | None = None,
     ) -> RunResult:
         """Plan and execute `task` on behalf of `principal` (under a control plane: the local
-        OS user if empty); every event is durable in the journal before this returns."""
+        OS user if empty); every event is durable in the journal before this returns. A
+        request that asks a question gets an answer the model writes from the results (when
+        the planner can: `Answers`); `on_text` gets its text as it is written."""
         planner = self._need_planner()
         run_id = run_id or f"r-{os.urandom(6).hex()}"
         today = today or date.today()
@@ -186,7 +203,7 @@ class Runtime:
         )
         planning = PlanningTask(task, today, tuple(self.registry.descriptors()))
         return await self._execute(
-            run_id, task, today, planner.plan(planning), None, principal=principal
+            run_id, task, today, planner.plan(planning), None, principal=principal, on_text=on_text
         )
 
     def _need_planner(self) -> Planner:
@@ -264,6 +281,7 @@ class Runtime:
         recorded: RunState | None,
         *,
         principal: str = "",
+        on_text: Callable[[str], None] | None = None,
     ) -> RunResult:
         if self._pool is None:
             self._pool = ThreadPoolExecutor(
@@ -289,13 +307,17 @@ class Runtime:
                 outcome = await execution.execute(plan)
                 while self._may_replan(outcome):
                     outcome = await execution.execute(self._replan(execution, outcome, task, today))
+                outcome = await rounds.plan_on(self, execution, outcome, task, today)
             except* NondeterminismError as group:
                 raise group.exceptions[0] from None
+            written = await rounds.answer(
+                self, execution, outcome, task=task, today=today, recorder=recorder, on_text=on_text
+            )
         except asyncio.CancelledError:
             if not self._leave_interrupted:
                 await asyncio.shield(self._cancelled(execution, recorder))
             raise
-        return await self._finish(run_id, task, outcome, recorder)
+        return await self._finish(run_id, task, outcome, recorder, written)
 
     def _may_replan(self, outcome: Outcome) -> bool:
         return (
@@ -355,9 +377,21 @@ class Runtime:
         )
 
     async def _finish(
-        self, run_id: str, task: str, outcome: Outcome, recorder: LatencyRecorder
+        self,
+        run_id: str,
+        task: str,
+        outcome: Outcome,
+        recorder: LatencyRecorder,
+        written: RunAnswered | None = None,
     ) -> RunResult:
         answer = compose_answer(task, outcome.steps, outcome.plan_error)
+        unverified = written.unfound if written is not None else []
+        if written is not None:
+            answer = written.text
+            if unverified:
+                answer += (
+                    "\n\n_Not found in the results or the request: " + ", ".join(unverified) + "_"
+                )
         recorder.finish()
         latency = recorder.report()
         if outcome.waiting:
@@ -373,7 +407,14 @@ class Runtime:
                 RunDone(run_id, self.wall(), status, answer, error, latency, spans)
             )
         return RunResult(
-            run_id, status, answer, outcome.steps, latency, error, outcome.first_dispatch
+            run_id,
+            status,
+            answer,
+            outcome.steps,
+            latency,
+            error,
+            outcome.first_dispatch,
+            unverified,
         )
 
 

@@ -17,9 +17,17 @@ step.denied    the policy denied the call: the rule (or the missing permit) and 
 step.resolved  a person's decision: retry / skip / fail (in doubt), approve / deny (approval)
 plan.replanned the plan failed; the planner was asked again (the failed steps are superseded)
 run.resumed    another process took the run over after a crash or restart
+plan.observed  a round of planning on after results came in: how many steps it added
+run.answered   the answer the model wrote from the results, and what it states that they
+               and the request do not hold
 run.waiting    the run stopped with steps in doubt; it waits for decisions
 run.done       final status, answer, latency figures and spans
 ```
+
+A step over a list (`Step.each`) runs one call per item: its `step.intent`, `step.job`,
+`step.done`, `step.failed`, `step.in_doubt` and `step.denied` records carry the item's index
+(`item`), and the step itself ends with a `step.done` (the items' results, in order) or a
+`step.failed` without one.
 
 Events that record a policy decision carry the control plane's version they were decided
 under (`policy`); the SQLite journal commits such an event only while that version is still the
@@ -45,9 +53,11 @@ __all__ = [
     "Decision",
     "Event",
     "PlanDone",
+    "PlanObserved",
     "PlanReplanned",
     "PlanStep",
     "Recorded",
+    "RunAnswered",
     "RunDone",
     "RunResumed",
     "RunStarted",
@@ -132,11 +142,13 @@ class StepIntent(_Event, frozen=True, tag="step.intent"):
     principal: str = ""  # on whose behalf the call is made
     policy: int | None = None  # the control plane's version the call was allowed under
     rule: str = ""  # the rules that allowed it
+    item: int | None = None  # the item's index, for one call of a step over a list
 
 
 class StepJob(_Event, frozen=True, tag="step.job"):
     step_id: int
     handle: str
+    item: int | None = None
 
 
 class StepDone(_Event, frozen=True, tag="step.done"):
@@ -144,12 +156,14 @@ class StepDone(_Event, frozen=True, tag="step.done"):
     result: Any
     ms: float
     self_ms: float
+    item: int | None = None
 
 
 class StepFailed(_Event, frozen=True, tag="step.failed"):
     step_id: int
     error: str
     ms: float
+    item: int | None = None
 
 
 class StepSkipped(_Event, frozen=True, tag="step.skipped"):
@@ -183,6 +197,7 @@ class StepDenied(_Event, frozen=True, tag="step.denied"):
     principal: str = ""
     policy: int | None = None
     rule: str = ""
+    item: int | None = None
 
 
 class PlanReplanned(_Event, frozen=True, tag="plan.replanned"):
@@ -194,6 +209,7 @@ class PlanReplanned(_Event, frozen=True, tag="plan.replanned"):
 class StepInDoubt(_Event, frozen=True, tag="step.in_doubt"):
     step_id: int
     reason: str
+    item: int | None = None
 
 
 class StepResolved(_Event, frozen=True, tag="step.resolved"):
@@ -210,6 +226,23 @@ class RunResumed(_Event, frozen=True, tag="run.resumed"):
 
 class RunWaiting(_Event, frozen=True, tag="run.waiting"):
     in_doubt: list[int]
+
+
+class PlanObserved(_Event, frozen=True, tag="plan.observed"):
+    """A round of planning on after results came in (observe, then plan on): its number (from
+    1) and the steps it added (their `plan.step` records follow)."""
+
+    round: int
+    steps: int
+
+
+class RunAnswered(_Event, frozen=True, tag="run.answered"):
+    """The answer the model wrote; `unfound`: what it states that neither the results nor
+    the request hold (`kind value`)."""
+
+    text: str
+    unfound: list[str] = []
+    ms: float = 0.0
 
 
 class RunDone(_Event, frozen=True, tag="run.done"):
@@ -238,6 +271,8 @@ Event = (
     | RunResumed
     | RunWaiting
     | RunDone
+    | PlanObserved
+    | RunAnswered
 )
 
 _encoder = msgspec.json.Encoder()
@@ -260,17 +295,25 @@ def decode_events(body: bytes) -> list[Event]:
 
 
 def idempotency_key(
-    run_id: str, step_id: int, tool: str, args: dict[str, Any], canonical: bytes | None = None
+    run_id: str,
+    step_id: int,
+    tool: str,
+    args: dict[str, Any],
+    canonical: bytes | None = None,
+    *,
+    item: int | None = None,
 ) -> str:
-    """Derived from what the action is (run, step, tool, canonical arguments), never from where
-    the runtime happened to be, so a re-dispatch after a crash carries the same key. Pass
-    `canonical` (`canonical_args(args)`) where it is already computed."""
+    """Derived from what the action is (run, step, tool, canonical arguments; for one call of
+    a step over a list, the step and the item's index), never from where the runtime happened
+    to be, so a re-dispatch after a crash carries the same key. Pass `canonical`
+    (`canonical_args(args)`) where it is already computed."""
     if canonical is None:
         canonical = canonical_args(args)
+    where = str(step_id) if item is None else f"{step_id}.{item}"
     digest = hashlib.sha256(
-        b"\x1f".join([run_id.encode(), str(step_id).encode(), tool.encode(), canonical])
+        b"\x1f".join([run_id.encode(), where.encode(), tool.encode(), canonical])
     )
-    return f"{run_id}:{step_id}:{digest.hexdigest()[:32]}"
+    return f"{run_id}:{where}:{digest.hexdigest()[:32]}"
 
 
 class Recorded(msgspec.Struct, frozen=True):
@@ -318,6 +361,7 @@ class StepState(msgspec.Struct):
     intent_at: float | None = None
     job: str | None = None
     decision: Decision | None = None
+    items: dict[int, StepState] = {}  # a step over a list: each item's call, by index
 
 
 class RunState(msgspec.Struct):
@@ -338,6 +382,8 @@ class RunState(msgspec.Struct):
     answer: str = ""
     error: str | None = None
     latency_ms: dict[str, float] = {}
+    rounds: int = 0  # rounds of planning on after results came in
+    written: RunAnswered | None = None  # the answer the model wrote, once written
 
 
 def fold(run_id: str, events: list[Event]) -> RunState:
@@ -357,8 +403,27 @@ def run_document(run_id: str, events: list[Event]) -> dict[str, Any]:
     }
 
 
+def _target(state: RunState, step_id: int, item: int | None) -> StepState:
+    """The state an event of a step (or of one item of a step over a list) changes."""
+    step = state.steps[step_id]
+    if item is None:
+        return step
+    if item not in step.items:
+        step.items[item] = StepState(step.step)
+    return step.items[item]
+
+
 def _apply(state: RunState, event: Event) -> None:
     match event:
+        case (
+            StepIntent(item=int(item))
+            | StepDone(item=int(item))
+            | StepFailed(item=int(item))
+            | StepJob(item=int(item))
+            | StepInDoubt(item=int(item))
+            | StepDenied(item=int(item))
+        ):
+            _apply_item(state, event, item)
         case RunStarted():
             state.task, state.planner, state.today = event.task, event.planner, event.today
             state.started_at, state.owner = event.at, event.owner
@@ -406,3 +471,35 @@ def _apply(state: RunState, event: Event) -> None:
         case RunDone():
             state.status, state.answer, state.error = event.status, event.answer, event.error
             state.latency_ms = event.latency_ms
+        case PlanObserved() | RunAnswered():
+            _apply_later(state, event)
+
+
+def _apply_later(state: RunState, event: PlanObserved | RunAnswered) -> None:
+    """What the runtime adds after the plan's steps ran: rounds of planning on, the answer."""
+    if isinstance(event, PlanObserved):
+        state.rounds = event.round
+    else:
+        state.written = event
+
+
+def _apply_item(state: RunState, event: Event, item: int) -> None:
+    """An item's call of a step over a list: the item's state, and the step's while it runs."""
+    parent = state.steps[event.step_id]  # type: ignore[union-attr]
+    step = _target(state, parent.step.id, item)
+    match event:
+        case StepIntent():
+            if parent.status is StepStatus.PLANNED:
+                parent.status = StepStatus.RUNNING
+            step.status, step.idempotency_key = StepStatus.RUNNING, event.idempotency_key
+            step.intent_args, step.intent_at = event.args, event.at
+        case StepJob():
+            step.job = event.handle
+        case StepDone():
+            step.status, step.result, step.ms = StepStatus.SUCCEEDED, event.result, event.ms
+        case StepFailed() | StepDenied():
+            error = event.error if isinstance(event, StepFailed) else event.reason
+            step.status, step.error = StepStatus.FAILED, error
+        case StepInDoubt():
+            step.status, step.error = StepStatus.IN_DOUBT, event.reason
+            parent.status, parent.error, parent.decision = StepStatus.IN_DOUBT, event.reason, None

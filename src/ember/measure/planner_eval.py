@@ -69,7 +69,7 @@ async def evaluate_planner(
         )
         try:
             steps = await plan_timed(planner, planning, ttft, plan_s)
-            predictions[task["id"]] = {"steps": [msgspec.to_builtins(s) for s in steps]}
+            predictions[task["id"]] = {"steps": [_plain(s) for s in steps]}
         except (PlannerError, PlanError) as exc:
             failures[task["id"]] = str(exc)
             steps = []
@@ -125,3 +125,11 @@ def _stats(samples: list[float]) -> dict[str, float | None]:
         "p90": round(ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))], 3),
         "n": len(ordered),
     }
+
+
+def _plain(step: Step) -> dict[str, Any]:
+    """A step as the task set's plan format has it (no `each` unless it runs over a list)."""
+    data: dict[str, Any] = msgspec.to_builtins(step)
+    if step.each is None:
+        del data["each"]
+    return data

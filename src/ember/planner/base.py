@@ -1,28 +1,62 @@
-"""The planner seam: `plan(task)` streams the steps of a plan as the planner produces them."""
+"""The planner seam: `plan(task)` streams the steps of a plan as the planner produces them;
+`answer(task)` (a capability a planner may have) streams the text of a run's answer."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from datetime import date
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
 from ember.plan import Step
 from ember.tools.descriptor import ToolDescriptor
 
-__all__ = ["FirstToken", "PlanEvent", "PlanStats", "Planner", "PlanningTask", "Prefills"]
+__all__ = [
+    "AnswerTask",
+    "Answers",
+    "FirstToken",
+    "Observation",
+    "PlanEvent",
+    "PlanStats",
+    "Planner",
+    "PlanningTask",
+    "PlansOn",
+    "Prefills",
+]
+
+
+class Observation(msgspec.Struct, frozen=True):
+    """What one step of a run left, as a model may see it: data, never instructions."""
+
+    step: int
+    tool: str
+    ok: bool
+    result: Any = None
+    error: str | None = None
 
 
 class PlanningTask(msgspec.Struct, frozen=True):
     """What a planner is asked: the request, the date it is made (for "tomorrow"), the tools.
-    On a replan, `attempt` counts from 1 and `feedback` says what failed and what succeeded."""
+    On a replan, `attempt` counts from 1 and `feedback` says what failed and what succeeded.
+    In a round after results came in (observe, then plan on), `earlier` holds the steps run so
+    far and `observations` their results: new steps follow them and may use their results."""
 
     request: str
     today: date
     catalogue: tuple[ToolDescriptor, ...]
     attempt: int = 0
     feedback: str = ""
+    earlier: tuple[Step, ...] = ()
+    observations: tuple[Observation, ...] = ()
+
+
+class AnswerTask(msgspec.Struct, frozen=True):
+    """A run's answer to write: the request and what its steps left."""
+
+    request: str
+    today: date
+    observations: tuple[Observation, ...]
 
 
 class FirstToken(msgspec.Struct, frozen=True):
@@ -67,4 +101,24 @@ class Prefills(Protocol):
     def prefill(self, session_id: str, task: PlanningTask) -> int:
         """Read `task.request` as typed so far for `session_id`; blocking (run it in a thread).
         Returns how many tokens it read."""
+        ...
+
+
+@runtime_checkable
+class Answers(Protocol):
+    """A planner that can write a run's answer from the request and the results (the embedded
+    one); the runtime checks what it states against them (`ember.executor.checking`)."""
+
+    def answer(self, task: AnswerTask) -> AsyncIterator[str]:
+        """Yield the answer's text as it is written."""
+        ...
+
+
+@runtime_checkable
+class PlansOn(Protocol):
+    """A planner that can add steps to a run once results came in (observe, then plan on):
+    `task.earlier` holds the steps so far and `task.observations` their results."""
+
+    def plan_on(self, task: PlanningTask) -> AsyncIterator[PlanEvent]:
+        """Yield `FirstToken` once, then each added `Step` (ids after the earlier steps')."""
         ...

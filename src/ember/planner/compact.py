@@ -8,6 +8,8 @@
 A coder model writes calls like these naturally and in fewer tokens than the JSON plan format.
 References are written bare (`$1.hotels.0.hotel_id`) where the JSON format quotes them; an
 ordering that no data carries is written after the call: `2. list_files(directory="/x") after 1`.
+A step that runs once per item of an earlier list result says so before the call, and names the
+item `$item`: `3. for each item in $2.rows: send_email(to=$item.email, body="Hi {$item.name}")`.
 A plan with no tool call is the single line `done`.
 
 This module renders plans in the syntax (for the prompt's examples) and lists, per argument,
@@ -22,9 +24,18 @@ from typing import Any
 
 from ember.plan import Step
 
-__all__ = ["DONE", "field_paths", "render_plan", "render_step", "text_paths", "value_kind"]
+__all__ = [
+    "DONE",
+    "FOR_EACH",
+    "field_paths",
+    "render_plan",
+    "render_step",
+    "text_paths",
+    "value_kind",
+]
 
 DONE = "done"
+FOR_EACH = "for each item in "  # then `$N.path: tool(...)`
 MAX_INDEX = 10  # list indexes offered in references: .0 .. .9
 
 
@@ -32,7 +43,8 @@ def render_step(step: Step) -> str:
     """`N. tool(arg=value, ...)`, with ` after M, K` when the step has an explicit ordering."""
     args = ", ".join(f"{name}={_render_value(value)}" for name, value in step.args.items())
     after = f" after {', '.join(map(str, step.after))}" if step.after else ""
-    return f"{step.id}. {step.tool}({args}){after}"
+    each = f"{FOR_EACH}{step.each}: " if step.each else ""
+    return f"{step.id}. {each}{step.tool}({args}){after}"
 
 
 def render_plan(steps: list[Step]) -> str:
@@ -86,6 +98,18 @@ def field_paths(
         path
         for path, schema in paths
         if _json_type(schema) == wanted and (form is None or schema.get("format") == form)
+    ]
+
+
+def list_paths(returns: dict[str, Any] | None) -> list[tuple[str, dict[str, Any]]]:
+    """The lists in a result a step may run over (`.hotels`, `.files`), with their items'
+    schema: lists of objects or of plain values, not inside another list."""
+    return [
+        (path, schema.get("items", {}))
+        for path, schema in _walk(returns or {}, "")
+        if schema.get("type") == "array"
+        and schema.get("items", {}).get("type") in ("object", "string", "number", "integer")
+        and not any(segment.isdigit() for segment in path.split("."))
     ]
 
 

@@ -28,9 +28,11 @@ from collections.abc import Callable, Sequence
 from datetime import date
 from typing import Any
 
-from ember.plan import Step, references
+import msgspec
+
+from ember.plan import ITEM, ITEM_TOOL, Step, references, step_ref
 from ember.planner import grounding
-from ember.planner.compact import DONE, field_paths, value_kind
+from ember.planner.compact import DONE, FOR_EACH, field_paths, list_paths, value_kind
 from ember.planner.vocabulary import Cursor, LanguageModel, Vocabulary
 from ember.tools.descriptor import ToolDescriptor
 
@@ -41,7 +43,7 @@ MAX_STEPS = 12
 # the bound on steps a plan is made to go on for, the schema constraints of unseen catalogues
 # (stated choices, pattern spans, numeric ids, unoffered options), dates among those the
 # request names, numbers in words or units, and the check of a first call made in doubt.
-RULES = ("push-bound", "schema", "named-dates", "numbers", "doubt-check")
+RULES = ("push-bound", "schema", "named-dates", "numbers", "doubt-check", "for-each")
 _TEXT_TOKENS = 120  # longest free text, in tokens
 _SHORT_TOKENS = 16  # longest date, code, time or number
 _MAX_ITEMS = 8  # longest list argument
@@ -85,26 +87,32 @@ class PlanDecoder:
         self._grounds = grounding.Grounds(catalogue, request, today, spoken=spoken)
         self._request = request
         self._givens = grounding.givens(request, spoken=spoken)
+        # Steps over lists are offered when the request asks for something done to each
+        # (every, all, both, "the three files") of several things.
+        self._each_asked = "for-each" not in off and grounding.asks_for_each(request)
 
     def decode(
         self,
         prompt: str | Sequence[int],
         on_step: Callable[[Step], None],
         on_first_token: Callable[[], None] | None = None,
+        earlier: Sequence[Step] = (),
     ) -> list[Step]:
         """Append `prompt` (text, special tokens allowed, or tokens) to the context and decode
         a plan after it. `on_step` gets each step as soon as it is complete; `on_first_token`
-        is called once, when the model has read the prompt."""
+        is called once, when the model has read the prompt. `earlier`: steps already run (a
+        round of planning on: the prompt ends with them), which new steps follow and may use;
+        only the new steps are returned."""
         cursor = self._cursor
         cursor.on_first_logits = on_first_token
         if isinstance(prompt, str):
             cursor.tokens.extend(self._model.tokenize(prompt.encode(), special=True))
         else:
             cursor.tokens.extend(prompt)
-        steps: list[Step] = []
+        steps: list[Step] = list(earlier)
         pushed = 0  # steps in a row the plan was made to go on for that used nothing given
-        while len(steps) < MAX_STEPS:
-            step_id = len(steps) + 1
+        while len(steps) < MAX_STEPS + len(earlier):
+            step_id = max((step.id for step in steps), default=0) + 1
             unused = self._unused(steps, {})
             names = [name for name in self._tools if self._available(name, steps, unused)]
             # A plan begun leaves nothing the user gave unused (an address, a path, a code, a
@@ -117,13 +125,20 @@ class PlanDecoder:
             doubt = not steps and self._doubt(f"{step_id}. ", DONE)
             if doubt == "abstain":
                 break  # no tool fits: the model's preference for a step is too weak
-            choice = cursor.choose([f"{step_id}. {name}(" for name in names] + [DONE] * can_end)
+            # A list in a result nothing uses yet may be gone through item by item.
+            lists = [ref for ref, _ in self._lists(unused)] if self._each_asked else []
+            calls = [f"{step_id}. {name}(" for name in names]
+            each_options = [f"{step_id}. {FOR_EACH}${ref}: " for ref in lists]
+            choice = cursor.choose(calls + each_options + [DONE] * can_end)
             if can_end and steps and cursor.scores:  # how much the model wanted to go on
                 self.end_margins.append(max(cursor.scores[:-1]) - cursor.scores[-1])
-            if choice == len(names):
+            if choice == len(names) + len(lists):
                 break
             try:
-                step = self._step(step_id, self._tools[names[choice]], steps)
+                if choice < len(names):
+                    step = self._step(step_id, self._tools[names[choice]], steps)
+                else:
+                    step = self._each(step_id, lists[choice - len(names)], steps, unused)
             except _Ungrounded:
                 break  # the step needs a value that neither the request nor a result has
             if any(step.tool == s.tool and step.args == s.args for s in steps):
@@ -140,7 +155,47 @@ class PlanDecoder:
             on_step(step)
             used_some = len(self._unused_givens(steps)) < len(left)
             pushed = 0 if can_end or used_some else pushed + 1
-        return steps
+        return steps[len(earlier) :]
+
+    def _lists(self, unused: Sequence[Step]) -> list[tuple[str, dict[str, Any]]]:
+        """`N.path` and the items' schema of each list in a result nothing uses yet (a step
+        over a list returns the list of its calls' results)."""
+        found = []
+        for step in unused:
+            returns = self._tools[step.tool].returns
+            if step.each is not None:
+                found.append((str(step.id), returns or {}))
+            else:
+                found += [(f"{step.id}{path}", items) for path, items in list_paths(returns)]
+        return found
+
+    def _each(self, step_id: int, ref: str, earlier: list[Step], unused: Sequence[Step]) -> Step:
+        """A step over the list `ref` (`2.files`), the `for each item in $2.files: ` written:
+        its tool and arguments, with the current item (`$item`) offered as an earlier result.
+        A step that does not use its item is no step over a list: it is kept as a plain one."""
+        items = dict(self._lists(unused))[ref]
+        returns = items if items.get("type") == "object" else {"type": "object", "properties": {}}
+        item_tool = ToolDescriptor(ITEM_TOOL, {"type": "object"}, returns=returns)
+        self._tools[ITEM_TOOL] = self._grounds.tools[ITEM_TOOL] = item_tool
+        self._grounds.item = (ref, items)
+        try:
+            with_item = [*earlier, Step(ITEM, ITEM_TOOL, each=f"${ref}")]  # the list is used
+            names = [
+                name
+                for name in self._tools
+                if name != ITEM_TOOL
+                and self._available(name, with_item, self._unused(with_item, {}))
+            ]
+            if not names:
+                raise _Ungrounded
+            name = names[self._cursor.choose([f"{name}(" for name in names])]
+            step = self._step(step_id, self._tools[name], with_item)
+        finally:
+            del self._tools[ITEM_TOOL], self._grounds.tools[ITEM_TOOL]
+            self._grounds.item = None
+        if not any(r.step == ITEM for r in references(step.args)):
+            return step  # a call that does not use the item is made once, as a plain step
+        return msgspec.structs.replace(step, each=f"${ref}")
 
     @property
     def passes(self) -> int:
@@ -220,7 +275,7 @@ class PlanDecoder:
         cursor = self._cursor
         props: dict[str, Any] = tool.parameters.get("properties", {})
         required = set(tool.parameters.get("required", []))
-        closings = [")\n", ") after "] if earlier else [")\n"]
+        closings = [")\n", ") after "] if [s for s in earlier if s.id != ITEM] else [")\n"]
         remaining = list(props)
         args: dict[str, Any] = {}
         while True:
@@ -267,6 +322,7 @@ class PlanDecoder:
 
     def _after(self, earlier: list[Step]) -> list[int]:
         cursor = self._cursor
+        earlier = [step for step in earlier if step.id != ITEM]
         after: list[int] = []
         while True:
             left = [step for step in earlier if step.id not in after]
@@ -280,7 +336,7 @@ class PlanDecoder:
     @staticmethod
     def _unused(earlier: list[Step], args: dict[str, Any]) -> list[Step]:
         """Earlier steps whose results nothing refers to yet."""
-        used = {ref.step for step in earlier for ref in references(step.args)}
+        used = {ref.step for step in earlier for ref in references([step.args, step.each])}
         used |= {ref.step for ref in references(args)}
         return [step for step in earlier if step.id not in used]
 
@@ -329,6 +385,8 @@ class PlanDecoder:
             text = self._text(earlier, unused if "{$" in schema.get("description", "") else ())
             if text.startswith("/") and text not in self._request:
                 raise _Ungrounded  # an absolute path the user never gave: invented
+            if any(a not in self._grounds.emails for a in grounding.EMAIL.findall(text)):
+                raise _Ungrounded  # an address the user never gave (a result's text may ask)
             return text
         if kind == "code3" and (codes := grounding.standard_codes(schema)):
             return codes[cursor.choose([f'{code}"' for code in codes])]
@@ -348,7 +406,9 @@ class PlanDecoder:
         completed from earlier steps' result fields. Where the model would close the text
         before citing a step of `must_use`, a reference to that step is opened for it."""
         cursor = self._cursor
-        embeddable = [f"{step.id}{path}}}" for step in earlier for path in self._paths(step)]
+        embeddable = [
+            f"{step_ref(step.id)}{path}}}" for step in earlier for path in self._paths(step)
+        ]
         pending = list(must_use)
         text = ""
         for _ in range(_MAX_REFERENCES + len(pending) + 1):
@@ -363,7 +423,8 @@ class PlanDecoder:
                 text += embeddable[cursor.choose(embeddable)]
             elif pending:
                 step = pending.pop(0)
-                options = [f"{step.id}{path}}}" for path in self._paths(step)[1:] or [""]]
+                name = step_ref(step.id)
+                options = [f"{name}{path}}}" for path in self._paths(step)[1:] or [""]]
                 opening = " {$" if text and not text.endswith(" ") else "{$"
                 cursor.force(opening)
                 text += opening + options[cursor.choose(options)]
@@ -373,7 +434,7 @@ class PlanDecoder:
         return text
 
     def _paths(self, step: Step) -> list[str]:
-        return ["", *field_paths(self._tools[step.tool].returns)]
+        return ["", *field_paths(self._grounds.returns(step))]
 
     def _email(self, schema: dict[str, Any], earlier: list[Step]) -> str:
         """An address the request names or an earlier result holds (list items too): a small

@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from ember.plan import Step, references
+from ember.plan import ITEM, ITEM_TOOL, Step, references, step_ref
 from ember.planner.compact import field_paths, text_paths, value_kind
 from ember.planner.dates import annotate_dates
 from ember.planner.numbers import spoken_numbers
@@ -32,6 +32,7 @@ __all__ = [
     "PATH_PARAMETER",
     "Given",
     "Grounds",
+    "asks_for_each",
     "breaks_pattern",
     "calendar_dates",
     "givens",
@@ -62,6 +63,17 @@ NUMBER = re.compile(r"(?<![\w.,:/-])[0-9]+(?:,[0-9]{3})*(?:\.[0-9]+)?(?![\w:/]|-
 
 
 Given = tuple[str, ...]  # a value the request gives, in each form a plan may use it
+_QUANTIFIER = re.compile(
+    r"\b(each|every|all|everyone|everybody|both|(the|these|those) "
+    r"(two|three|four|five|six|seven|eight|nine|ten) \w+s)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_for_each(request: str) -> bool:
+    """Whether a request asks for something done to each (every, all, both, "the three
+    files") of several things: only then is a step over a list offered."""
+    return bool(_QUANTIFIER.search(request))
 
 
 def givens(request: str, *, spoken: bool = True) -> list[Given]:
@@ -277,6 +289,8 @@ class Grounds:
         self.integers = integers(request)
         self.paths = PATH.findall(without_emails)
         self.stated = stated_numbers(request, spoken=spoken)
+        # While a step over a list is written: the list (`1.files`) and its items' schema.
+        self.item: tuple[str, dict[str, Any]] | None = None
         self.sources = {
             (tool.tool_name, name): source
             for tool in catalogue
@@ -287,11 +301,14 @@ class Grounds:
     def references(self, schema: dict[str, Any], earlier: Sequence[Step]) -> list[str]:
         """`N.path` for each field of an earlier result that may be passed whole as a value of
         `schema` (see `ember.planner.compact.field_paths`)."""
-        return [
-            f"{step.id}{path}"
-            for step in earlier
-            for path in field_paths(self.tools[step.tool].returns, schema)
-        ]
+        found = []
+        for step in earlier:
+            name = step_ref(step.id)
+            if step.id == ITEM and self.item is not None:
+                whole = {"type": "object", "properties": {"item": self.item[1]}}
+                found += [name] if field_paths(whole, schema) == [".item"] else []
+            found += [f"{name}{path}" for path in field_paths(self.returns(step), schema)]
+        return found
 
     def never_stated(self, schema: dict[str, Any], off: frozenset[str] = frozenset()) -> bool:
         """Whether no value of `schema` can be one the request states: a number where it states
@@ -346,7 +363,7 @@ class Grounds:
         fresh = [step for step in steps if step in unused]
         found = self.references(schema, fresh or steps)
         if path:
-            named = [ref for ref in found if PATH_FIELD.search(ref.split(".", 1)[-1])]
+            named = [ref for ref in found if PATH_FIELD.search(self._field_name(ref))]
             # A path the request gave that a step already used is not offered again where a
             # result holds paths (a folder listed, then its files read).
             held = json.dumps([step.args for step in earlier], ensure_ascii=False)
@@ -362,9 +379,9 @@ class Grounds:
             if not named and not literals and source is None:
                 # An id held by a result that is one plain text, nothing uses yet ("the file
                 # holds nothing but a customer id"): that text may be the id.
-                returns = [self.tools[step.tool].returns or {} for step in fresh]
+                returns = [self.returns(step) or {} for step in fresh]
                 named = [
-                    f"{step.id}{paths[0]}"
+                    f"{step_ref(step.id)}{paths[0]}"
                     for step, schema in zip(fresh, returns, strict=True)
                     if len(schema.get("properties", {})) == 1
                     and len(paths := text_paths(schema)) == 1
@@ -376,6 +393,20 @@ class Grounds:
             f"${ref}" for ref in named or (found if source else [])
         ]
 
+    def returns(self, step: Step) -> dict[str, Any] | None:
+        """The schema of `step`'s result: its tool's, or a list of them for a step over a
+        list."""
+        returns = self.tools[step.tool].returns
+        if step.each is None or step.id == ITEM:
+            return returns
+        return {"type": "array", "items": returns or {}}
+
+    def _field_name(self, ref: str) -> str:
+        """The field a reference (`1.files.0`, `item`) names: the item's is its list's."""
+        if ref == "item" and self.item is not None:
+            return self.item[0].split(".", 1)[-1]
+        return ref.split(".", 1)[-1]
+
     def repair(self, step: Step, earlier: Sequence[Step]) -> Step | None:
         """`step`, from a plan made elsewhere, held to the rules the decoder follows: a
         grounded value must be one of its options, or the step needs a value nobody gave
@@ -385,9 +416,38 @@ class Grounds:
         tool = self.tools.get(step.tool)
         if tool is None:
             return step  # unknown tools are the executor's to refuse, with its message
+        if step.each is not None:  # the item is an earlier result too, while it is judged
+            items = self._items(step.each, earlier)
+            if items is None:
+                return None
+            returns = items if items.get("type") == "object" else {"type": "object"}
+            self.tools[ITEM_TOOL] = ToolDescriptor(ITEM_TOOL, {"type": "object"}, returns=returns)
+            self.item = (step.each.lstrip("$"), items)
+            try:
+                return self._repair(step, tool, [*earlier, Step(ITEM, ITEM_TOOL, each=step.each)])
+            finally:
+                del self.tools[ITEM_TOOL]
+                self.item = None
+        return self._repair(step, tool, earlier)
+
+    def _items(self, each: str, earlier: Sequence[Step]) -> dict[str, Any] | None:
+        """The schema of the items of the list `each` (`$2.files`) refers to, if it is one."""
+        ref = next(references(each))
+        source = next((s for s in earlier if s.id == ref.step), None)
+        node = self.returns(source) if source is not None else None
+        for segment in ref.path:
+            if node is None:
+                return None
+            node = node.get("properties", {}).get(segment)
+        if node is None or node.get("type") != "array":
+            return None
+        items: dict[str, Any] = node.get("items", {})
+        return items
+
+    def _repair(self, step: Step, tool: ToolDescriptor, earlier: Sequence[Step]) -> Step | None:
         properties = tool.parameters.get("properties", {})
         required = set(tool.parameters.get("required", []))
-        used = {ref.step for s in earlier for ref in references(s.args)}
+        used = {ref.step for s in earlier for ref in references([s.args, s.each])}
         unused = [s for s in earlier if s.id not in used]
         args: dict[str, Any] = {}
         for name, value in step.args.items():

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import functools
 import hashlib
 import os
 import threading
@@ -20,11 +21,12 @@ from typing import Any
 
 from ember.errors import ModelError, PlannerError
 from ember.plan import Step
-from ember.planner.base import FirstToken, PlanEvent, PlanningTask
+from ember.planner.answering import build_answer_prompt, write_answer
+from ember.planner.base import AnswerTask, FirstToken, PlanEvent, PlanningTask
 from ember.planner.decoding import RULES, PlanDecoder
 from ember.planner.grounding import Grounds
 from ember.planner.models import cache_dir, resolve_model, shipped_model
-from ember.planner.prompt import build_dated, build_prefix, build_request
+from ember.planner.prompt import build_dated, build_prefix, build_request, build_round
 from ember.planner.shapes import Shape, ShapeCache, shape_of
 from ember.planner.vocabulary import VOCABULARY_FORMAT, Logits, Vocabulary
 from ember.progress import Progress
@@ -303,7 +305,7 @@ class LlamaPlanner:
         return recalled
 
     def _decode_with_model(
-        self, task: PlanningTask, emit: Callable[[PlanEvent], None]
+        self, task: PlanningTask, emit: Callable[[PlanEvent], None], *, round_: bool = False
     ) -> list[Step]:
         with self._lock:
             llm = self._load()
@@ -317,15 +319,21 @@ class LlamaPlanner:
                 abstain=self.abstain_band,
                 off=self.rules_off,
             )
-            prompt = build_request(
-                task.request, task.today, numbers="numbers" not in self.rules_off
+            numbers = "numbers" not in self.rules_off
+            prompt = (
+                build_round(task, numbers=numbers)
+                if round_
+                else build_request(task.request, task.today, numbers=numbers)
             )
             tokens = llm.tokenize(prompt.encode(), add_bos=False, special=True)
             # What a prefill already read is skipped; the last token is read again for logits.
             reused = self.reused_tokens = self._reuse_typed(llm, tokens[:-1])
             try:
                 return decoder.decode(
-                    tokens[reused:], on_step=emit, on_first_token=lambda: emit(FirstToken())
+                    tokens[reused:],
+                    on_step=emit,
+                    on_first_token=lambda: emit(FirstToken()),
+                    earlier=task.earlier if round_ else (),
                 )
             finally:
                 self._kv_end = llm.n_tokens
@@ -335,6 +343,21 @@ class LlamaPlanner:
                 self.last_end_margins = decoder.end_margins
 
     async def plan(self, task: PlanningTask) -> AsyncIterator[PlanEvent]:
+        async for event in self._stream(lambda emit: self._decode(task, emit)):
+            yield event
+
+    async def plan_on(self, task: PlanningTask) -> AsyncIterator[PlanEvent]:
+        """Add steps after `task.earlier`, seeing their results (`task.observations`) as
+        fenced data; the grounding rules hold as for any plan: a value a result holds is taken
+        by reference to a typed field, never copied from its free text."""
+        decode = functools.partial(self._decode_with_model, task, round_=True)
+        async for event in self._stream(decode):
+            yield event
+
+    async def _stream(
+        self, decode: Callable[[Callable[[PlanEvent], None]], object]
+    ) -> AsyncIterator[PlanEvent]:
+        """Run `decode(emit)` in a worker thread; yield what it emits as it comes."""
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[object] = asyncio.Queue()
 
@@ -343,7 +366,7 @@ class LlamaPlanner:
 
         def produce() -> None:
             try:
-                self._decode(task, emit)
+                decode(emit)
             except BaseException as exc:  # handed to the event loop, raised there
                 loop.call_soon_threadsafe(queue.put_nowait, exc)
             finally:
@@ -355,6 +378,47 @@ class LlamaPlanner:
                 if isinstance(item, BaseException):
                     raise item
                 assert isinstance(item, FirstToken | Step)
+                yield item
+        finally:
+            await worker
+
+    def _write_answer(self, task: AnswerTask, on_text: Callable[[str], None]) -> str:
+        """Write the answer (`ember.planner.answering`) in the model's context, reusing what
+        the KV cache holds of its prompt; the next plan restores its own prefix."""
+        with self._lock:
+            llm = self._load()
+            vocab = self._vocabulary(llm)
+            tokens = llm.tokenize(build_answer_prompt(task).encode(), add_bos=False, special=True)
+            common = min(self._cached_tokens(llm, tokens), len(tokens) - 1)
+            llm.n_tokens = common
+            try:
+                return write_answer(LlamaModel(llm), vocab, tokens[common:], on_text)
+            finally:
+                self._kv_end = llm.n_tokens
+                self.typed_session = None
+
+    async def answer(self, task: AnswerTask) -> AsyncIterator[str]:
+        """Stream the run's answer as the model writes it (in a worker thread)."""
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[object] = asyncio.Queue()
+
+        def emit(text: str) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, text)
+
+        def produce() -> None:
+            try:
+                self._write_answer(task, emit)
+            except BaseException as exc:  # handed to the event loop, raised there
+                loop.call_soon_threadsafe(queue.put_nowait, exc)
+            finally:
+                loop.call_soon_threadsafe(queue.put_nowait, _DONE)
+
+        worker = loop.run_in_executor(None, produce)
+        try:
+            while (item := await queue.get()) is not _DONE:
+                if isinstance(item, BaseException):
+                    raise item
+                assert isinstance(item, str)
                 yield item
         finally:
             await worker

@@ -15,15 +15,20 @@ from datetime import date, timedelta
 from typing import Any
 
 from ember.plan import Plan
-from ember.planner.compact import render_plan
+from ember.planner.base import PlanningTask
+from ember.planner.compact import render_plan, render_step
 from ember.planner.dates import annotate_dates
+from ember.planner.grounding import asks_for_each
 from ember.planner.numbers import annotate_numbers
+from ember.planner.observe import render_observations
 from ember.tools.descriptor import ToolDescriptor
 
 __all__ = [
+    "FOR_EACH_HINT",
     "build_dated",
     "build_prefix",
     "build_request",
+    "build_round",
     "calendar_text",
     "compact_system_text",
     "plan_schema",
@@ -40,6 +45,8 @@ Rules:
 - One step per tool call. A later step uses an earlier step's result with a reference: the \
 string "$N.field" (step N's field; list items by index: "$1.hotels.0.hotel_id"), or "{$N.field}" \
 inside a longer text.
+- To make the same call for each item of an earlier list result, add "each":"$N.list" to the \
+step and use "$item" or "$item.field" in its arguments.
 - Add only the optional arguments the request asks for.
 - If no tool can do what is asked, answer {"steps":[]}.
 
@@ -225,16 +232,41 @@ def build_dated(today: date) -> str:
     return f"\n\n{calendar_text(today)}<|im_end|>\n<|im_start|>user\n"
 
 
+# Said after a request that asks for something done to each of several things, and only then:
+# the prompt's fixed part (and the plans of every other request) stays as it was.
+FOR_EACH_HINT = (
+    "\n(The same call for each item of an earlier list result is written after "
+    '"for each item in $N.list: ", with $item or $item.field in it, e.g. '
+    "2. for each item in $1.files: read_file(path=$item))"
+)
+
+
 def build_request(request: str, today: date, *, numbers: bool = True) -> str:
-    """The part of the prompt after the dated part: the request, then the assistant's opening."""
-    user = user_text(request, today, numbers=numbers)
+    """The part of the prompt after the dated part: the request (and, when it asks for
+    something done to each of several things, how a step over a list is written), then the
+    assistant's opening."""
+    user = user_text(request, today, numbers=numbers) + _hint(request)
     return f"{user}<|im_end|>\n<|im_start|>assistant\nPlan:\n"
+
+
+def _hint(request: str) -> str:
+    return FOR_EACH_HINT if asks_for_each(request) else ""
+
+
+def build_round(task: PlanningTask, *, numbers: bool = True) -> str:
+    """The part after the dated part for a round of planning on: the request, the results so
+    far (fenced as data), then the plan so far, which the model continues (`done` if it is
+    complete)."""
+    user = user_text(task.request, task.today, numbers=numbers) + _hint(task.request)
+    results = render_observations(task.observations)
+    plan = "".join(f"{render_step(step)}\n" for step in task.earlier)
+    return f"{user}\n\n{results}<|im_end|>\n<|im_start|>assistant\nPlan:\n{plan}"
 
 
 def plan_schema(catalogue: Sequence[ToolDescriptor], *, max_steps: int = 12) -> dict[str, Any]:
     """A JSON Schema of plans over `catalogue`, for servers that constrain output with one
     (OpenAI-compatible `response_format`). Every argument may also be a reference string."""
-    reference = {"type": "string", "pattern": "^\\{?\\$[0-9]"}
+    reference = {"type": "string", "pattern": "^\\{?\\$([0-9]|item)"}
     variants = []
     for tool in catalogue:
         props = tool.parameters.get("properties", {})
@@ -252,6 +284,7 @@ def plan_schema(catalogue: Sequence[ToolDescriptor], *, max_steps: int = 12) -> 
                     "tool": {"const": tool.tool_name},
                     "args": args,
                     "after": {"type": "array", "items": {"type": "integer"}},
+                    "each": {"type": "string", "pattern": "^\\$[0-9]"},
                 },
                 "required": ["id", "tool", "args"],
                 "additionalProperties": False,

@@ -6,6 +6,9 @@
   running time and the journal's time are excluded: they are reported on their own.
 - L3 persistence: time spent waiting for journal records to be durable, summed (`l3_persist`).
 - L4 end to end: request received -> final result returned (`l4_e2e`).
+- A written answer (a request that asks a question): its first token (`l1_answer_ttft`) and
+  its whole writing (`l1_answer`), from when it was asked for; part of L4, reported only when
+  the model wrote one.
 
 All figures are milliseconds. Time comes from an injected monotonic clock.
 """
@@ -48,6 +51,7 @@ class LatencyRecorder:
         self._l2 = 0.0
         self._l3 = 0.0
         self._end: float | None = None
+        self._answer: list[float] = []  # asked for, first token, written
 
     def _ms(self, t: float) -> float:
         return (t - self.start) * 1000
@@ -60,6 +64,13 @@ class LatencyRecorder:
     def plan_done(self) -> None:
         self._plan = self.clock()
         self.spans.append(Span("plan", "L1", 0.0, self._ms(self._plan)))
+
+    def answer_mark(self) -> None:
+        """The answer was asked for, its first token came, it was written (call in order)."""
+        self._answer.append(self.clock())
+        if len(self._answer) == 3:
+            asked, _, done = self._answer
+            self.spans.append(Span("answer", "L1", self._ms(asked), (done - asked) * 1000))
 
     def persisted(self, started: float) -> float:
         """Record a journal wait that began at `started`; returns its seconds."""
@@ -96,10 +107,15 @@ class LatencyRecorder:
     def report(self) -> dict[str, float]:
         """The five figures, in milliseconds (0.0 for a phase that never happened)."""
         end = self._end if self._end is not None else self.clock()
-        return {
+        figures = {
             "l1_ttft": round(self._ms(self._ttft), 3) if self._ttft is not None else 0.0,
             "l1_plan": round(self._ms(self._plan), 3) if self._plan is not None else 0.0,
             "l2_overhead": round(self._l2 * 1000, 3),
             "l3_persist": round(self._l3 * 1000, 3),
             "l4_e2e": round(self._ms(end), 3),
         }
+        if len(self._answer) == 3:
+            asked, first, done = self._answer
+            figures["l1_answer_ttft"] = round((first - asked) * 1000, 3)
+            figures["l1_answer"] = round((done - asked) * 1000, 3)
+        return figures

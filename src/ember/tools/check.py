@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ember.errors import PlanError
-from ember.plan import Step, references
+from ember.plan import ITEM, Reference, Step, references
 from ember.tools.descriptor import ToolDescriptor
 
 __all__ = ["check_reference_paths", "check_step"]
@@ -38,10 +38,17 @@ def check_step(step: Step, catalogue: Mapping[str, ToolDescriptor]) -> set[int]:
                 f"{', '.join(unknown)}; it takes: {', '.join(properties)}"
             )
     deps = set(step.after)
-    for ref in references(step.args):  # also rejects malformed references
+    each = list(references(step.each)) if step.each is not None else []
+    for ref in [*references(step.args), *each]:  # also rejects malformed references
         if ref.step == step.id:
             raise PlanError(f"step {step.id} ({step.tool}) references its own result ({ref})")
-        deps.add(ref.step)
+        if ref.step == ITEM and step.each is None:
+            raise PlanError(
+                f"step {step.id} ({step.tool}) uses {ref}, but it does not run for each item "
+                'of a list: give it "each": "$N.list"'
+            )
+        if ref.step != ITEM:
+            deps.add(ref.step)
     return deps
 
 
@@ -52,12 +59,18 @@ def check_reference_paths(
     tool's `returns` schema does not have."""
     problems = []
     for step in steps.values():
-        for ref in references(step.args):
+        each = list(references(step.each)) if step.each is not None else []
+        for written in [*references(step.args), *each]:
+            ref = written
+            if written.step == ITEM:  # an item's field: a field of the list's first item
+                ref = Reference(each[0].step, (*each[0].path, "0", *written.path))
             target = steps.get(ref.step)
             if target is None:
                 problems.append((step.id, f"references step {ref.step}, which the plan lacks"))
                 continue
             returns = catalogue[target.tool].returns if target.tool in catalogue else None
+            if returns is not None and target.each is not None:
+                returns = {"type": "array", "items": returns}  # one result per item
             if returns is not None and not _has_path(returns, ref.path):
                 problems.append(
                     (

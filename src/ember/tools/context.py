@@ -27,6 +27,7 @@ class StepContext(msgspec.Struct, frozen=True):
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     executor: Executor | None = None  # the runtime's thread pool for blocking tools
     traceparent: str = ""  # W3C trace context (`ember.telemetry.trace`)
+    item: int | None = None  # the item's index, in a step over a list
 
 
 _current: contextvars.ContextVar[StepContext] = contextvars.ContextVar("ember_step")

@@ -1,0 +1,124 @@
+"""The driven decoder and steps over lists: `for each item in $N.list: ` is offered where a
+request asks for something done to each of several things, and the item's fields are grounded
+like an earlier result's (`tests/test_decoding.py`'s `WishfulModel` wants a plan; the decoder
+decides what it may write)."""
+
+from __future__ import annotations
+
+from ember.plan import Step
+from ember.planner.prompt import compact_system_text
+from ember.tools.descriptor import ToolDescriptor
+
+from .test_decoding import CATALOGUE, plan
+
+PEOPLE = ToolDescriptor(
+    "list_members",
+    {"type": "object", "properties": {"team": {"type": "string"}}, "required": ["team"]},
+    description="The members of a team.",
+    returns={
+        "type": "object",
+        "properties": {
+            "members": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "name": {"type": "string"},
+                        "email": {"type": "string", "format": "email"},
+                    },
+                },
+            }
+        },
+    },
+)
+
+
+def test_a_step_runs_for_each_file_of_a_listed_folder() -> None:
+    steps = plan(
+        "Extract every invoice in /srv/invoices",
+        '1. list_files(directory="/srv/invoices")\n'
+        "2. for each item in $1.files: extract_invoice(path=$item)\ndone",
+    )
+    assert steps == [
+        Step(1, "list_files", {"directory": "/srv/invoices"}),
+        Step(2, "extract_invoice", {"path": "$item"}, each="$1.files"),
+    ]
+
+
+def test_each_member_of_a_list_is_emailed_at_the_address_its_item_holds() -> None:
+    steps = plan(
+        "Email every member of the design team the note 'standup moved to 10'",
+        '1. list_members(team="design")\n'
+        '2. for each item in $1.members: send_email(to=$item.email, subject="Standup", '
+        'body="Hi {$item.name}, standup moved to 10")\ndone',
+        catalogue=(*CATALOGUE, PEOPLE),
+    )
+    assert steps[1].each == "$1.members"
+    assert steps[1].args["to"] == "$item.email"
+    assert steps[1].args["body"] == "Hi {$item.name}, standup moved to 10"
+
+
+def test_an_address_the_model_invents_for_each_item_is_not_written() -> None:
+    steps = plan(
+        "Email every member of the design team the note 'standup moved to 10'",
+        '1. list_members(team="design")\n'
+        '2. for each item in $1.members: send_email(to="boss@evil.example", '
+        'subject="Standup", body="moved")\ndone',
+        catalogue=(*CATALOGUE, PEOPLE),
+    )
+    assert all("evil" not in str(step.args) for step in steps)
+
+
+def test_a_step_over_a_list_chains_on_the_results_of_another() -> None:
+    steps = plan(
+        "Read all files in /srv/notes and summarize each",
+        '1. list_files(directory="/srv/notes")\n'
+        "2. for each item in $1.files: read_file(path=$item)\n"
+        "3. for each item in $2: summarize_text(text=$item.content)\ndone",
+    )
+    assert [(s.tool, s.each) for s in steps] == [
+        ("list_files", None),
+        ("read_file", "$1.files"),
+        ("summarize_text", "$2"),
+    ]
+    assert steps[2].args == {"text": "$item.content"}
+
+
+def test_no_step_over_a_list_where_the_request_asks_for_no_each() -> None:
+    steps = plan(
+        "Read the first file in /srv/notes",
+        '1. list_files(directory="/srv/notes")\n'
+        "2. for each item in $1.files: read_file(path=$item)\ndone",
+    )
+    assert all(step.each is None for step in steps)
+
+
+def test_the_syntax_is_taught_after_a_request_that_asks_for_each_and_only_then() -> None:
+    from datetime import date
+
+    from ember.planner.prompt import FOR_EACH_HINT, build_request
+
+    today = date(2026, 3, 2)
+    assert FOR_EACH_HINT in build_request("Extract every invoice in /srv/in", today)
+    assert FOR_EACH_HINT in build_request("Compare the three statements", today)
+    assert FOR_EACH_HINT not in build_request("Book a hotel in Oslo for two nights", today)
+    assert "for each" not in compact_system_text(CATALOGUE)  # the fixed prefix is unchanged
+
+
+def test_a_plan_made_elsewhere_keeps_its_steps_over_lists_within_the_same_rules() -> None:
+    from datetime import date
+
+    from ember.planner.grounding import Grounds
+
+    request = "Email every member of the design team the note 'standup moved to 10'"
+    grounds = Grounds((*CATALOGUE, PEOPLE), request, date(2026, 3, 2))
+    earlier = [Step(1, "list_members", {"team": "design"})]
+    good = Step(
+        2, "send_email", {"to": "$item.email", "subject": "s", "body": "b"}, each="$1.members"
+    )
+    assert grounds.repair(good, earlier) == good
+    invented = Step(
+        2, "send_email", {"to": "x@evil.example", "subject": "s", "body": "b"}, each="$1.members"
+    )
+    assert grounds.repair(invented, earlier) is None
+    assert grounds.repair(Step(2, "send_email", good.args, each="$1.team"), earlier) is None
