@@ -435,11 +435,7 @@ def _apply(state: RunState, event: Event) -> None:
         case PlanDone():
             state.plan_done = True
         case StepIntent():
-            step = state.steps[event.step_id]
-            step.status, step.idempotency_key = StepStatus.RUNNING, event.idempotency_key
-            step.intent_args, step.intent_at = event.args, event.at
-            if step.decision is Decision.RETRY:  # the retry is this call: used up by it, so
-                step.decision = None  # a crash during it is in doubt again, not retried again
+            _call_started(state.steps[event.step_id], event)
         case StepJob():
             state.steps[event.step_id].job = event.handle
         case StepDone():
@@ -475,6 +471,14 @@ def _apply(state: RunState, event: Event) -> None:
             _apply_later(state, event)
 
 
+def _call_started(step: StepState, event: StepIntent) -> None:
+    """A call's intent: the step (or item) runs, under this key and these arguments."""
+    step.status, step.idempotency_key = StepStatus.RUNNING, event.idempotency_key
+    step.intent_args, step.intent_at = event.args, event.at
+    if step.decision is Decision.RETRY:  # the retry is this call: used up by it, so
+        step.decision = None  # a crash during it is in doubt again, not retried again
+
+
 def _apply_later(state: RunState, event: PlanObserved | RunAnswered) -> None:
     """What the runtime adds after the plan's steps ran: rounds of planning on, the answer."""
     if isinstance(event, PlanObserved):
@@ -491,8 +495,7 @@ def _apply_item(state: RunState, event: Event, item: int) -> None:
         case StepIntent():
             if parent.status is StepStatus.PLANNED:
                 parent.status = StepStatus.RUNNING
-            step.status, step.idempotency_key = StepStatus.RUNNING, event.idempotency_key
-            step.intent_args, step.intent_at = event.args, event.at
+            _call_started(step, event)
         case StepJob():
             step.job = event.handle
         case StepDone():
