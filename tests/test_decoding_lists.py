@@ -102,6 +102,8 @@ def test_the_syntax_is_taught_after_a_request_that_asks_for_each_and_only_then()
     assert FOR_EACH_HINT in build_request("Extract every invoice in /srv/in", today)
     assert FOR_EACH_HINT in build_request("Compare the three statements", today)
     assert FOR_EACH_HINT not in build_request("Book a hotel in Oslo for two nights", today)
+    quoted = "Shorten this for the chat: 'everyone must rebook their own hotel'"
+    assert FOR_EACH_HINT not in build_request(quoted, today)  # what it hands over, not asks
     assert "for each" not in compact_system_text(CATALOGUE)  # the fixed prefix is unchanged
 
 

@@ -72,8 +72,9 @@ _QUANTIFIER = re.compile(
 
 def asks_for_each(request: str) -> bool:
     """Whether a request asks for something done to each (every, all, both, "the three
-    files") of several things: only then is a step over a list offered."""
-    return bool(_QUANTIFIER.search(request))
+    files") of several things: only then is a step over a list offered. Quoted text is what
+    the request hands over, not what it asks ("shorten this: '... everyone must ...'")."""
+    return bool(_QUANTIFIER.search(QUOTED.sub(" ", request)))
 
 
 def givens(request: str, *, spoken: bool = True) -> list[Given]:
