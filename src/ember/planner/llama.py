@@ -17,7 +17,7 @@ import os
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ember.errors import ModelError, PlannerError
 from ember.plan import Step
@@ -33,6 +33,7 @@ from ember.progress import Progress
 
 __all__ = ["LlamaModel", "LlamaPlanner"]
 
+T = TypeVar("T")  # what a worker thread streams: plan events, or the answer's text
 _DONE = object()
 
 
@@ -343,7 +344,7 @@ class LlamaPlanner:
                 self.last_end_margins = decoder.end_margins
 
     async def plan(self, task: PlanningTask) -> AsyncIterator[PlanEvent]:
-        async for event in self._stream(lambda emit: self._decode(task, emit)):
+        async for event in self._stream(functools.partial(self._decode, task)):
             yield event
 
     async def plan_on(self, task: PlanningTask) -> AsyncIterator[PlanEvent]:
@@ -354,15 +355,13 @@ class LlamaPlanner:
         async for event in self._stream(decode):
             yield event
 
-    async def _stream(
-        self, decode: Callable[[Callable[[PlanEvent], None]], object]
-    ) -> AsyncIterator[PlanEvent]:
+    async def _stream(self, decode: Callable[[Callable[[T], None]], object]) -> AsyncIterator[T]:
         """Run `decode(emit)` in a worker thread; yield what it emits as it comes."""
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[object] = asyncio.Queue()
 
-        def emit(event: PlanEvent) -> None:
-            loop.call_soon_threadsafe(queue.put_nowait, event)
+        def emit(item: T) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, item)
 
         def produce() -> None:
             try:
@@ -377,8 +376,7 @@ class LlamaPlanner:
             while (item := await queue.get()) is not _DONE:
                 if isinstance(item, BaseException):
                     raise item
-                assert isinstance(item, FirstToken | Step)
-                yield item
+                yield item  # type: ignore[misc]  # only `emit` puts anything else here
         finally:
             await worker
 
@@ -399,26 +397,5 @@ class LlamaPlanner:
 
     async def answer(self, task: AnswerTask) -> AsyncIterator[str]:
         """Stream the run's answer as the model writes it (in a worker thread)."""
-        loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[object] = asyncio.Queue()
-
-        def emit(text: str) -> None:
-            loop.call_soon_threadsafe(queue.put_nowait, text)
-
-        def produce() -> None:
-            try:
-                self._write_answer(task, emit)
-            except BaseException as exc:  # handed to the event loop, raised there
-                loop.call_soon_threadsafe(queue.put_nowait, exc)
-            finally:
-                loop.call_soon_threadsafe(queue.put_nowait, _DONE)
-
-        worker = loop.run_in_executor(None, produce)
-        try:
-            while (item := await queue.get()) is not _DONE:
-                if isinstance(item, BaseException):
-                    raise item
-                assert isinstance(item, str)
-                yield item
-        finally:
-            await worker
+        async for text in self._stream(functools.partial(self._write_answer, task)):
+            yield text
