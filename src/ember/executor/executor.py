@@ -290,14 +290,7 @@ class RunExecution:
             args = self.steps[step.id].args = resolve(step.args, self._results)
             registered = self.registry.get(step.tool)
             registered.validate(args)
-            interrupted = record is not None and record.intent_args is not None
-            if interrupted and record is not None and record.intent_args != args:
-                raise NondeterminismError(
-                    self.run_id,
-                    step.id,
-                    f"{step.tool} called with {record.intent_args}",
-                    f"{step.tool} called with {args}",
-                )
+            interrupted = self._interrupted(step.id, step.tool, record, args)
             while True:  # again when the control plane changed before the decision committed
                 ruling, version = self._decide(step, registered, args, interrupted, record)
                 try:
@@ -331,6 +324,22 @@ class RunExecution:
         else:
             self._succeed(step.id, outcome, (clock() - started) * 1000)
         self.recorder.step(step.id, step.tool, started, self_s, persist)
+
+    def _interrupted(
+        self, step_id: int, call: str, record: StepState | None, args: dict[str, Any]
+    ) -> bool:
+        """Whether the journal holds this call's intent without its outcome (a crash during
+        the call); the same call it must be, or the run is not the one journaled."""
+        if record is None or record.intent_args is None:
+            return False
+        if record.intent_args != args:
+            raise NondeterminismError(
+                self.run_id,
+                step_id,
+                f"{call} called with {record.intent_args}",
+                f"{call} called with {args}",
+            )
+        return True
 
     def _decide(
         self,
@@ -539,14 +548,7 @@ class RunExecution:
         try:
             args = resolve(step.args, WithItem(self._results, item))
             registered.validate(args)
-            interrupted = record is not None and record.intent_args is not None
-            if interrupted and record is not None and record.intent_args != args:
-                raise NondeterminismError(
-                    self.run_id,
-                    step.id,
-                    f"{step.tool} item {index} called with {record.intent_args}",
-                    f"{step.tool} item {index} called with {args}",
-                )
+            interrupted = self._interrupted(step.id, f"{step.tool} item {index}", record, args)
             while True:  # again when the control plane changed before the decision committed
                 ruling, version = self._decide(step, registered, args, interrupted, record)
                 try:
