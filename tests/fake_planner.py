@@ -46,7 +46,9 @@ class FakeModelPlanner:
             model, model.vocab, task.catalogue, today=task.today, request=task.request
         )
         self.prompts.append(prompt)
-        return decoder.decode(prompt, on_step=lambda _: None, earlier=task.earlier)
+        return decoder.decode(
+            prompt, on_step=lambda _: None, earlier=task.earlier, failed=task.failed
+        )
 
     async def plan(self, task: PlanningTask) -> AsyncIterator[PlanEvent]:
         self.calls["plan"] += 1

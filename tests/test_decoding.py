@@ -116,9 +116,11 @@ def plan(
     catalogue: tuple[ToolDescriptor, ...] = CATALOGUE,
     earlier: Sequence[Step] = (),
     prompt_extra: str = "",
+    failed: Sequence[Step] = (),
 ) -> list[Step]:
     """The steps the decoder lets a model that wishes `wish` write for `request` (after
-    `earlier` steps, which the wish repeats, in a round of planning on)."""
+    `earlier` steps, which the wish repeats, in a round of planning on; `failed`: calls that
+    failed before it)."""
     model = WishfulModel(wish)
     decoder = PlanDecoder(
         model,
@@ -130,7 +132,7 @@ def plan(
     )
     so_far = "".join(f"{render_step(step)}\n" for step in earlier)
     prompt = f"Request: {request}\n{prompt_extra}{PLAN}{so_far}"
-    return decoder.decode(prompt, on_step=lambda _: None, earlier=earlier)
+    return decoder.decode(prompt, on_step=lambda _: None, earlier=earlier, failed=failed)
 
 
 def test_a_plan_whose_every_value_is_grounded_is_written_as_the_model_prefers() -> None:
@@ -664,3 +666,24 @@ def test_a_code_the_request_gives_is_no_identifier_its_pattern_refuses() -> None
         catalogue=tickets,
     )
     assert given == [Step(1, "update_ticket", {"ticket_id": "PAY-412", "status": "done"})]
+
+
+def test_a_round_after_a_failure_offers_no_tool_whose_only_call_is_the_one_that_failed() -> None:
+    """The request gives one path; extract_invoice failed on it (a contract is no invoice):
+    the only call of that tool the rules allow is the failed one, so it is not offered.
+    Without the failure it is; and a tool whose values are free (SQL) is offered again."""
+    request = "Read /srv/shared/contracts/acme-2026.txt and email its fee to finance@example.com"
+    read = Step(1, "read_file", {"path": "/srv/shared/contracts/acme-2026.txt"})
+    extract = Step(2, "extract_invoice", {"path": "/srv/shared/contracts/acme-2026.txt"})
+    wish = (
+        '1. read_file(path="/srv/shared/contracts/acme-2026.txt")\n'
+        '2. extract_invoice(path="/srv/shared/contracts/acme-2026.txt")\ndone'
+    )
+    assert "extract_invoice" not in [
+        s.tool for s in plan(request, wish, earlier=[read], failed=[extract])
+    ]
+    assert [s.tool for s in plan(request, wish, earlier=[read])][:1] == ["extract_invoice"]
+    question = "How many orders are there?"
+    bad = Step(1, "query_sql", {"sql": "SELECT COUNT(*) FROM order"})
+    fixed = plan(question, '1. query_sql(sql="SELECT COUNT(*) FROM orders")\ndone', failed=[bad])
+    assert [s.args for s in fixed] == [{"sql": "SELECT COUNT(*) FROM orders"}]

@@ -9,7 +9,7 @@ from datetime import date
 from pathlib import Path
 
 from ember import Runtime, SQLiteJournal, ToolRegistry
-from ember.journal import PlanObserved, RunStatus
+from ember.journal import PlanObserved, RunStatus, StepStatus, fold
 from ember.plan import Step
 from ember.planner.base import Observation
 from ember.planner.observe import render_observations
@@ -133,3 +133,60 @@ def test_the_decoder_never_writes_an_address_only_a_result_text_holds() -> None:
         ),
     )
     assert all(step.tool != "send_email" for step in steps)
+
+
+FEE = "Read /srv/shared/contracts/acme-2026.txt and email its annual fee to finance@example.com"
+FEE_PLAN = (
+    '1. read_file(path="/srv/shared/contracts/acme-2026.txt")\n'
+    '2. extract_invoice(path="/srv/shared/contracts/acme-2026.txt")\n'
+    '3. send_email(to="finance@example.com", subject="Annual fee", body="{$2.total}")\ndone'
+)
+FEE_ROUND = (
+    '1. read_file(path="/srv/shared/contracts/acme-2026.txt")\n'
+    '2. send_email(to="finance@example.com", subject="Annual fee", body="{$1.content}")\ndone'
+)
+
+
+def test_after_a_step_fails_a_round_plans_around_it(
+    registry: ToolRegistry, world: DemoWorld, tmp_path: Path
+) -> None:
+    """A contract is no invoice: extract_invoice fails and the mail is skipped; the round sees
+    the error, sets both aside and mails the file's text instead. The run succeeds; the new
+    step follows every earlier id and still refers to the kept step 1; the journal says which
+    steps were set aside, and a resumed run does not ask the model again."""
+    planner = FakeModelPlanner({FEE: FEE_PLAN}, rounds={FEE: FEE_ROUND})
+    journal = SQLiteJournal(tmp_path / "j.db")
+    result = asyncio.run(Runtime(registry, planner, journal).run(FEE, today=TODAY, run_id="r-1"))
+    assert result.status is RunStatus.SUCCEEDED
+    assert [(s.id, s.tool, s.status) for s in result.steps] == [
+        (1, "read_file", StepStatus.SUCCEEDED),
+        (2, "extract_invoice", StepStatus.FAILED),
+        (3, "send_email", StepStatus.SKIPPED),
+        (4, "send_email", StepStatus.SUCCEEDED),
+    ]
+    assert "24,000" in result.steps[3].args["body"]  # $1.content: the kept step's result
+    assert "is not an invoice" in planner.prompts[1]  # the round saw the error
+    events = journal.read("r-1")
+    assert [(e.round, e.steps, e.superseded) for e in events if isinstance(e, PlanObserved)] == [
+        (1, 1, [2, 3])
+    ]
+    assert fold("r-1", events).superseded == [2, 3]
+    mails = [m.read_text() for m in world.outbox.iterdir()]
+    assert len(mails) == 1
+    assert "24,000" in mails[0]
+    journal.close()
+
+
+def test_a_round_that_adds_nothing_after_a_failure_leaves_the_failure_standing(
+    registry: ToolRegistry,
+) -> None:
+    request = "Extract the invoice /srv/shared/contracts/acme-2026.txt"
+    wish = '1. extract_invoice(path="/srv/shared/contracts/acme-2026.txt")\ndone'
+    planner = FakeModelPlanner({request: wish}, rounds={request: "done"})
+    journal = MemoryJournal()
+    result = asyncio.run(Runtime(registry, planner, journal).run(request, today=TODAY, run_id="r"))
+    assert result.status is RunStatus.FAILED
+    assert [(s.tool, s.status) for s in result.steps] == [("extract_invoice", StepStatus.FAILED)]
+    assert planner.calls["plan_on"] == 1  # the round added nothing: no second one
+    observed = [e for e in journal.read("r") if isinstance(e, PlanObserved)]
+    assert [(e.steps, e.superseded) for e in observed] == [(0, [])]

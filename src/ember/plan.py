@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import msgspec
@@ -218,20 +218,22 @@ def resolve(value: Any, results: Mapping[int, Any]) -> Any:
     return value
 
 
-def renumber(step: Step, offset: int) -> Step:
+def renumber(step: Step, offset: int, above: int = 0) -> Step:
     """The step with its id, its references and its `after` moved up by `offset` (a replan's
-    steps follow the failed plan's instead of reusing their ids)."""
+    steps follow the failed plan's instead of reusing their ids). References to steps
+    `above` or lower (steps kept from before, which new ones may use) stay as they are."""
+
+    def moved(step_id: int) -> int:
+        return step_id + offset if step_id > above else step_id
 
     def shift(value: Any) -> Any:
         if isinstance(value, str):
             whole = _parse_whole(value)
             if whole is not None:
                 return str(
-                    whole if whole.step == ITEM else Reference(whole.step + offset, whole.path)
+                    whole if whole.step == ITEM else Reference(moved(whole.step), whole.path)
                 )
-            return _EMBEDDED.sub(
-                lambda m: f"{{${_shifted(m.group(1), offset)}{m.group(2)}}}", value
-            )
+            return _EMBEDDED.sub(lambda m: f"{{${_shifted(m.group(1), moved)}{m.group(2)}}}", value)
         if isinstance(value, dict):
             return {key: shift(item) for key, item in value.items()}
         if isinstance(value, list):
@@ -239,13 +241,11 @@ def renumber(step: Step, offset: int) -> Step:
         return value
 
     each = shift(step.each) if step.each is not None else None
-    return Step(
-        step.id + offset, step.tool, shift(step.args), [a + offset for a in step.after], each
-    )
+    return Step(moved(step.id), step.tool, shift(step.args), [moved(a) for a in step.after], each)
 
 
-def _shifted(step_id: str, offset: int) -> str:
-    return step_id if step_id == "item" else str(int(step_id) + offset)
+def _shifted(step_id: str, moved: Callable[[int], int]) -> str:
+    return step_id if step_id == "item" else str(moved(int(step_id)))
 
 
 def find_cycle(dependencies: Mapping[int, Iterable[int]]) -> list[int] | None:

@@ -19,7 +19,7 @@ import asyncio
 import contextvars
 import random
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Executor
 from typing import Any
 
@@ -113,6 +113,7 @@ class RunExecution:
         self.plan_error: str | None = None
         self.first_dispatch: float | None = None  # wall time the first tool call began
         self.replans = recorded.replans if recorded else 0
+        self.denied: set[int] = set()  # steps the policy refused (in this process)
         self._superseded = set(recorded.superseded) if recorded else set()
         self._dispatcher = Dispatcher(
             run_id,
@@ -144,10 +145,15 @@ class RunExecution:
     def supersede(self) -> list[int]:
         """Before a replan: the current plan's steps no longer decide the run; their ids."""
         current = [i for i, run in self.steps.items() if not run.superseded]
-        for step_id in current:
-            self.steps[step_id].superseded = True
+        self.set_aside(current)
         self.replans += 1
         return current
+
+    def set_aside(self, step_ids: Iterable[int], aside: bool = True) -> None:
+        """These steps no longer decide the run (steps planned after them take their place);
+        with `aside` False, they do again (nothing took their place)."""
+        for step_id in step_ids:
+            self.steps[step_id].superseded = aside
 
     async def execute(self, plan: AsyncIterator[PlanEvent]) -> Outcome:
         """Consume the planner's stream and run every step that can run."""
@@ -397,6 +403,7 @@ class RunExecution:
                     ruling.rule,
                 )
             )
+            self.denied.add(step.id)
             self._failed(step.id, reason, 0.0)
         elif verdict is Verdict.FAIL:
             self._fail(step.id, reason, 0.0)
@@ -604,6 +611,7 @@ class RunExecution:
                 version, ruling.rule, index,
             )  # fmt: skip
             await self.journal.append(denied)
+            self.denied.add(step.id)
             return ItemOutcome(StepStatus.FAILED, error=reason)
         if verdict is Verdict.FAIL:
             return self._item_failed(step, index, reason, self.recorder.clock())

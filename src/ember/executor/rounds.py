@@ -8,13 +8,18 @@ and `answer` sequence the planner's calls and the journal's records for `Runtime
   results instead). A plan that ends on an action (a mail sent, a room booked with its
   receipt) asks for none, so an action-only request costs no model pass more. At most
   `ExecutionSettings.max_rounds` rounds; a round that adds no step ends them.
+- A round is also asked after a step failed (a file that is no invoice, SQL naming a column
+  that does not exist), for actions and questions alike: the failed steps and those skipped
+  for them are set aside, and the model, seeing the error among the results, plans on from
+  the steps that succeeded; a call that failed is not made again (`PlanningTask.failed`).
+  Not after a step the policy refused: a plan around a refusal is no repair.
 - What the model sees of the results (`Observation`s) is data: the planner fences and labels
   them (`ember.planner.observe`) and its grounding rules decide which values a step may take.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from datetime import date
 from typing import Any, Protocol
 
@@ -24,11 +29,13 @@ from ember.executor.executor import RunExecution
 from ember.executor.resilience import ExecutionSettings
 from ember.executor.steps import Outcome, StepReport
 from ember.journal import Journal, PlanObserved, RunAnswered, StepStatus
-from ember.plan import ITEM, Step, references
+from ember.plan import ITEM, Step, references, renumber
 from ember.planner.base import (
     Answers,
     AnswerTask,
+    FirstToken,
     Observation,
+    PlanEvent,
     Planner,
     PlanningTask,
     PlansOn,
@@ -36,7 +43,16 @@ from ember.planner.base import (
 from ember.telemetry.latency import LatencyRecorder
 from ember.tools.registry import ToolRegistry
 
-__all__ = ["Host", "answer", "dangling", "observations", "plan_on", "worth_a_round"]
+__all__ = [
+    "Host",
+    "answer",
+    "broken",
+    "dangling",
+    "observations",
+    "plan_on",
+    "renumbered",
+    "worth_a_round",
+]
 
 
 class Host(Protocol):
@@ -86,6 +102,23 @@ def _reads(returns: dict[str, Any] | None) -> bool:
 _TEXTS = frozenset({"content", "text", "body", "rows", "matches"})
 
 
+def broken(reports: Sequence[StepReport]) -> tuple[list[int], list[int]]:
+    """The steps that failed, and those skipped because a step they needed did not succeed."""
+    return (
+        [report.id for report in reports if report.status is StepStatus.FAILED],
+        [report.id for report in reports if report.status is StepStatus.SKIPPED],
+    )
+
+
+async def renumbered(
+    plan: AsyncIterator[PlanEvent], offset: int, above: int = 0
+) -> AsyncIterator[PlanEvent]:
+    """`plan` with its steps' ids moved up by `offset` (`ember.plan.renumber`): new steps
+    follow every step the run has had, set aside or not."""
+    async for item in plan:
+        yield item if isinstance(item, FirstToken) else renumber(item, offset, above)
+
+
 def observations(reports: Sequence[StepReport]) -> tuple[Observation, ...]:
     """Every finished step's result (or error), in step order, as the model may see it."""
     return tuple(
@@ -111,19 +144,36 @@ async def plan_on(
         steps = [run.step for run in execution.steps.values() if not run.superseded]
         current = [report for report in outcome.steps if report.id in {s.id for s in steps}]
         returns = {d.tool_name: d.returns for d in runtime.registry.descriptors()}
-        if outcome.waiting or not worth_a_round(task, steps, current, returns):
+        failed, skipped = broken(current)
+        if outcome.waiting or outcome.plan_error or execution.denied.intersection(failed):
             break
+        if not failed and not worth_a_round(task, steps, current, returns):
+            break
+        aside = failed + skipped
+        execution.set_aside(aside)
+        kept = [step for step in steps if step.id not in aside]
         planning = PlanningTask(
             task,
             today,
             tuple(runtime.registry.descriptors()),
-            earlier=tuple(steps),
+            earlier=tuple(kept),
             observations=observations(current),
+            failed=tuple(step for step in steps if step.id in failed),
         )
+        # The model numbers new steps after the kept ones; in the run they follow every step.
+        last_kept = max((step.id for step in kept), default=0)
+        offset = max(execution.steps, default=0) - last_kept
         before = len(execution.steps)
-        outcome = await execution.execute(planner.plan_on(planning))
+        outcome = await execution.execute(
+            renumbered(planner.plan_on(planning), offset, above=last_kept)
+        )
         added = len(execution.steps) - before
-        runtime.journal.append_soon(PlanObserved(execution.run_id, runtime.wall(), number, added))
+        if not added and aside:  # nothing took their place: the failure stands
+            execution.set_aside(aside, False)
+            outcome = execution.outcome()
+        runtime.journal.append_soon(
+            PlanObserved(execution.run_id, runtime.wall(), number, added, aside if added else [])
+        )
         if not added:
             break
     return outcome

@@ -39,7 +39,6 @@ from ember.journal import (
     StepStatus,
     fold,
 )
-from ember.plan import renumber
 from ember.planner.base import (
     FirstToken,
     PlanEvent,
@@ -354,12 +353,7 @@ class Runtime:
         )
         offset = max((step.id for step in outcome.steps), default=0)
         planning = PlanningTask(task, today, tuple(self.registry.descriptors()), attempt, feedback)
-
-        async def renumbered() -> AsyncIterator[PlanEvent]:
-            async for item in planner.plan(planning):
-                yield item if isinstance(item, FirstToken) else renumber(item, offset)
-
-        return renumbered()
+        return rounds.renumbered(planner.plan(planning), offset)
 
     async def _cancelled(self, execution: RunExecution, recorder: LatencyRecorder) -> None:
         """Record every step's final state, then the run's, after a cancellation."""

@@ -230,10 +230,13 @@ class RunWaiting(_Event, frozen=True, tag="run.waiting"):
 
 class PlanObserved(_Event, frozen=True, tag="plan.observed"):
     """A round of planning on after results came in (observe, then plan on): its number (from
-    1) and the steps it added (their `plan.step` records follow)."""
+    1) and the steps it added (their `plan.step` records follow). A round after a step failed
+    sets the failed steps and those skipped for them aside (`superseded`): the new steps
+    take their place."""
 
     round: int
     steps: int
+    superseded: list[int] = []
 
 
 class RunAnswered(_Event, frozen=True, tag="run.answered"):
@@ -483,6 +486,7 @@ def _apply_later(state: RunState, event: PlanObserved | RunAnswered) -> None:
     """What the runtime adds after the plan's steps ran: rounds of planning on, the answer."""
     if isinstance(event, PlanObserved):
         state.rounds = event.round
+        state.superseded = [*state.superseded, *event.superseded]
     else:
         state.written = event
 

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ember.config import FilesPack, MailPack, Packs, SqlPack
-from ember.executor import RunResult, Runtime
+from ember.executor import RunResult, Runtime, StepReport
 from ember.journal import SQLiteJournal
 from ember.planner.base import Planner
 from ember.tools.demo import DemoWorld, demo_registry
@@ -162,12 +162,31 @@ async def _run(
         "passed": not failed,
         "failed": failed,
         "status": result.status.value,
-        "steps": [f"{s.tool}:{s.status.value}" for s in result.steps],
+        "steps": [_step(report) for report in result.steps],
         "answer": result.answer[:600],
         "unverified": result.unverified,
         "seconds": round(time.perf_counter() - started, 2),
         "latency_ms": result.latency_ms,
     }
+
+
+def _step(report: StepReport) -> dict[str, Any]:
+    """A step as the task's record shows it: the call as run (or planned), what came of it."""
+    shown = {"tool": report.tool, "status": report.status.value, "args": _shorten(report.args)}
+    if report.error:
+        shown["error"] = report.error[:300]
+    return shown
+
+
+def _shorten(value: Any) -> Any:
+    """`value` with every text cut to 120 characters: enough to see which call was made."""
+    if isinstance(value, str):
+        return value if len(value) <= 120 else value[:119] + "…"
+    if isinstance(value, dict):
+        return {key: _shorten(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_shorten(item) for item in value]
+    return value
 
 
 def _timed_out(task: dict[str, Any], seconds: float, limit: float) -> dict[str, Any]:

@@ -40,7 +40,9 @@ class PlanningTask(msgspec.Struct, frozen=True):
     """What a planner is asked: the request, the date it is made (for "tomorrow"), the tools.
     On a replan, `attempt` counts from 1 and `feedback` says what failed and what succeeded.
     In a round after results came in (observe, then plan on), `earlier` holds the steps run so
-    far and `observations` their results: new steps follow them and may use their results."""
+    far and `observations` their results: new steps follow them and may use their results.
+    In a round after a step failed, `failed` holds the calls that failed (their errors are
+    among the observations): the round plans around them and does not make them again."""
 
     request: str
     today: date
@@ -49,6 +51,7 @@ class PlanningTask(msgspec.Struct, frozen=True):
     feedback: str = ""
     earlier: tuple[Step, ...] = ()
     observations: tuple[Observation, ...] = ()
+    failed: tuple[Step, ...] = ()
 
 
 class AnswerTask(msgspec.Struct, frozen=True):

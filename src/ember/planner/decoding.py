@@ -97,12 +97,14 @@ class PlanDecoder:
         on_step: Callable[[Step], None],
         on_first_token: Callable[[], None] | None = None,
         earlier: Sequence[Step] = (),
+        failed: Sequence[Step] = (),
     ) -> list[Step]:
         """Append `prompt` (text, special tokens allowed, or tokens) to the context and decode
         a plan after it. `on_step` gets each step as soon as it is complete; `on_first_token`
         is called once, when the model has read the prompt. `earlier`: steps already run (a
         round of planning on: the prompt ends with them), which new steps follow and may use;
-        only the new steps are returned."""
+        only the new steps are returned. `failed`: calls that failed in this run (a round after
+        a failure), which are not made again."""
         cursor = self._cursor
         cursor.on_first_logits = on_first_token
         if isinstance(prompt, str):
@@ -114,7 +116,12 @@ class PlanDecoder:
         while len(steps) < MAX_STEPS + len(earlier):
             step_id = max((step.id for step in steps), default=0) + 1
             unused = self._unused(steps, {})
-            names = [name for name in self._tools if self._available(name, steps, unused)]
+            names = [
+                name
+                for name in self._tools
+                if self._available(name, steps, unused)
+                and not self._only_again(name, steps, unused, failed)
+            ]
             # A plan begun leaves nothing the user gave unused (an address, a path, a code, a
             # number): small models stop before the last action ("... and email it to X").
             # While something is left that a tool could take, the plan goes on, for at most
@@ -141,7 +148,7 @@ class PlanDecoder:
                     step = self._each(step_id, lists[choice - len(names)], steps, unused)
             except _Ungrounded:
                 break  # the step needs a value that neither the request nor a result has
-            if any(step.tool == s.tool and step.args == s.args for s in steps):
+            if any(step.tool == s.tool and step.args == s.args for s in [*steps, *failed]):
                 break  # a repeated call: small models loop; a plan never needs one twice
             if grounding.reapplies(step, steps):
                 break  # the same call again on its own output: a loop (summary of a summary)
@@ -231,6 +238,32 @@ class PlanDecoder:
                 for form in given
             )
         ]
+
+    def _only_again(
+        self, name: str, earlier: list[Step], unused: Sequence[Step], failed: Sequence[Step]
+    ) -> bool:
+        """Whether every call of tool `name` the grounding rules allow is one that failed: each
+        required parameter grounded, its one option the failed call's value (extract_invoice
+        of the one path the request gives, which is no invoice). Such a tool is not offered."""
+        tool = self._tools[name]
+        required = tool.parameters.get("required", [])
+        props = tool.parameters.get("properties", {})
+        for call in failed:
+            if call.tool != name:
+                continue
+            options = {
+                param: self._grounds.options(name, param, props.get(param, {}), earlier, unused)
+                for param in required
+            }
+            if required and all(
+                grounded is not None
+                and len(grounded) == 1
+                and grounded[0]
+                in (json.dumps(call.args.get(param), ensure_ascii=False), call.args.get(param))
+                for param, grounded in options.items()
+            ):
+                return True
+        return False
 
     def _takes(self, tool: str, given: str) -> bool:
         """Whether tool `tool` has a parameter that can hold `given` (see `grounding.givens`)."""

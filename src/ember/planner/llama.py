@@ -335,6 +335,7 @@ class LlamaPlanner:
                     on_step=emit,
                     on_first_token=lambda: emit(FirstToken()),
                     earlier=task.earlier if round_ else (),
+                    failed=task.failed if round_ else (),
                 )
             finally:
                 self._kv_end = llm.n_tokens
