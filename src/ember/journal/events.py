@@ -17,7 +17,8 @@ step.denied    the policy denied the call: the rule (or the missing permit) and 
 step.resolved  a person's decision: retry / skip / fail (in doubt), approve / deny (approval)
 plan.replanned the plan failed; the planner was asked again (the failed steps are superseded)
 run.resumed    another process took the run over after a crash or restart
-plan.observed  a round of planning on after results came in: how many steps it added
+plan.observed  a round of planning on after results came in: how many steps it added, and the
+               failed steps (and those skipped for them) it set aside
 run.answered   the answer the model wrote from the results, and what it states that they
                and the request do not hold
 run.waiting    the run stopped with steps in doubt; it waits for decisions
