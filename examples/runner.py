@@ -1,6 +1,7 @@
 """What every flagship's `run.py` shares: a work folder with its `ember.toml`, one run of the
-flagship's request with the scripted planner (its plan in the flagship's `plan.json`), resume
-after a crash, and the latency table beside the hosted platform's claims.
+flagship's request with the scripted planner (its plan in the flagship's `plan.json`) or, with
+`--planner llama`, planned by the embedded model, resume after a crash, and the latency table
+beside the hosted platform's claims.
 
 The same run from the command line, once the work folder exists (`run.py` prints it):
 
@@ -43,17 +44,25 @@ def main_args(description: str, default_work: str) -> argparse.Namespace:
     parser.add_argument("--work", default=default_work, help="the work folder (made if missing)")
     parser.add_argument("--resume", action="store_true", help="resume the interrupted run")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument(
+        "--planner",
+        choices=("scripted", "llama"),
+        default="scripted",
+        help="scripted: the flagship's plan.json (default); llama: the embedded model plans it",
+    )
     return parser.parse_args()
 
 
 @dataclass
 class Flagship:
-    """One flagship: its folder (with plan.json), the request, its packs' TOML."""
+    """One flagship: its folder (with plan.json), the request, its packs' TOML, and which
+    planner plans it (`scripted`: its plan.json; `llama`: the embedded model)."""
 
     name: str
     request: str
     packs_toml: str
     work: Path
+    planner: str = "scripted"
 
     @property
     def plan(self) -> Path:
@@ -62,13 +71,18 @@ class Flagship:
     def settings(self) -> Settings:
         config = self.work / "ember.toml"
         config.write_text("demo_tools = false\n" + self.packs_toml, encoding="utf-8")
-        planner = PlannerSettings(backend="scripted", script=str(self.plan))
+        planner = (
+            PlannerSettings(backend="scripted", script=str(self.plan))
+            if self.planner == "scripted"
+            else PlannerSettings(backend="llama")
+        )
         return Settings.load(str(self.work / "ember.db"), str(config), planner=planner)
 
     def command(self) -> str:
+        chosen = f"--script {self.plan} " if self.planner == "scripted" else ""
         return (
             f"ember --config {self.work}/ember.toml --db {self.work}/ember.db run "
-            f'--planner scripted --script {self.plan} "{self.request}"'
+            f'--planner {self.planner} {chosen}"{self.request}"'
         )
 
     def run(self, *, resume: bool = False) -> RunResult:
@@ -97,7 +111,7 @@ class Flagship:
                     print(f"     {step.error}")
             for key, value in extra.items():
                 print(f"{key}: {value}")
-            print(latency_table(result.latency_ms))
+            print(latency_table(result.latency_ms, self.planner))
             print(f"\nrun {result.run_id}: {result.status.value}\nthe same with the CLI:\n  "
                   f"{self.command()}")  # fmt: skip
         return 0 if result.status.value in ("succeeded", "waiting") else 1
@@ -109,18 +123,19 @@ def _waiting(runtime: Any) -> list[str]:
     return [s.run_id for s in runtime.journal.runs(100) if s.status is RunStatus.WAITING]
 
 
-def latency_table(latency_ms: dict[str, float]) -> str:
+def latency_table(latency_ms: dict[str, float], planner: str = "scripted") -> str:
     """ember's layers beside the hosted platform's claims for the same task."""
     lines = [
         "",
-        f"{'layer':<28} {'ember, scripted planner':>24} {'hosted platform claims':>24}",
+        f"{'layer':<28} {f'ember, {planner} planner':>24} {'hosted platform claims':>24}",
     ]
     for key, label in LAYERS.items():
         claim = f"{CLAIMS[key]} ms" if key in CLAIMS else ""
         lines.append(f"{label:<28} {latency_ms.get(key, 0.0):>21.2f} ms {claim:>24}")
     lines.append(
         "(L4 includes the tools' own work, e.g. reading documents or waiting between polls. The "
-        "scripted planner has no model: with the embedded model, L1 adds its planning time.)"
+        "scripted planner has no model: with the embedded model (--planner llama), L1 adds its "
+        "planning time.)"
     )
     return "\n".join(lines)
 

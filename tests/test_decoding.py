@@ -687,3 +687,24 @@ def test_a_round_after_a_failure_offers_no_tool_whose_only_call_is_the_one_that_
     bad = Step(1, "query_sql", {"sql": "SELECT COUNT(*) FROM order"})
     fixed = plan(question, '1. query_sql(sql="SELECT COUNT(*) FROM orders")\ndone', failed=[bad])
     assert [s.args for s in fixed] == [{"sql": "SELECT COUNT(*) FROM orders"}]
+
+
+def test_files_a_request_names_inside_a_folder_are_paths_and_whole_results_feed_a_list() -> None:
+    """The competitor-analysis flagship over the packs' tools: each statement file is a path
+    inside the folder the request names (a choice, not free text), and the outline takes each
+    step's whole result."""
+    from .test_grounding import COMPETITORS, PACKS
+
+    wish = (
+        '1. docs_financials(path="statements/acme.csv")\n'
+        '2. docs_financials(path="statements/borealis.xlsx")\n'
+        '3. docs_financials(path="statements/cobalt.pdf")\n'
+        '4. docs_slide_outline(statements=[$1, $2, $3], folder="out/competitors")\ndone'
+    )
+    steps = plan(COMPETITORS, wish, catalogue=PACKS)
+    assert [(s.tool, s.args) for s in steps] == [
+        ("docs_financials", {"path": "statements/acme.csv"}),
+        ("docs_financials", {"path": "statements/borealis.xlsx"}),
+        ("docs_financials", {"path": "statements/cobalt.pdf"}),
+        ("docs_slide_outline", {"statements": ["$1", "$2", "$3"], "folder": "out/competitors"}),
+    ]

@@ -28,9 +28,9 @@ def command(name: str, work: Path, *options: str) -> list[str]:
     return [sys.executable, "-m", f"examples.{name}.run", "--work", str(work), "--json", *options]
 
 
-def run(name: str, work: Path, *options: str) -> dict:  # type: ignore[type-arg]
+def run(name: str, work: Path, *options: str, timeout: float = 180) -> dict:  # type: ignore[type-arg]
     done = subprocess.run(command(name, work, *options), cwd=ROOT, env=ENV, capture_output=True,
-                          text=True, timeout=180, check=False)  # fmt: skip
+                          text=True, timeout=timeout, check=False)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
@@ -64,6 +64,28 @@ def test_competitor_analysis(tmp_path: Path) -> None:
     assert Path(result["outline"]).read_text().startswith("# Competitor analysis FY2025")
     assert all(Path(chart).stat().st_size > 1000 for chart in result["charts"])
     assert set(result["latency_ms"]) >= {"l1_ttft", "l2_overhead", "l3_persist", "l4_e2e"}
+
+
+@pytest.mark.model
+def test_competitor_analysis_planned_by_the_embedded_model(tmp_path: Path) -> None:
+    """The same request planned by the default model instead of the flagship's plan.json: each
+    statement named inside the folder the request names, then the outline of all three."""
+    result = run("competitors", tmp_path, "--planner", "llama", timeout=600)
+    assert result["status"] == "succeeded"
+    steps = [(s["tool"], s["args"]) for s in result["steps"]]
+    assert steps[:3] == [
+        ("docs_financials", {"path": "statements/acme.csv"}),
+        ("docs_financials", {"path": "statements/borealis.xlsx"}),
+        ("docs_financials", {"path": "statements/cobalt.pdf"}),
+    ]
+    assert steps[3][0] == "docs_slide_outline"
+    outline = json.loads(Path(result["json"]).read_text())
+    assert [r["company"] for r in outline["ratios"]] == [
+        "Acme Robotics",
+        "Borealis Motion",
+        "Cobalt Automation",
+    ]
+    assert all(Path(chart).stat().st_size > 1000 for chart in result["charts"])
 
 
 def ledger(work: Path) -> list[dict[str, str]]:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from datetime import date
+from pathlib import Path
 
 from ember.plan import Step
-from ember.planner.grounding import Grounds
+from ember.planner.grounding import Grounds, is_path, relative_paths, unsupported
 from ember.tools.demo import demo_catalog
+from ember.tools.descriptor import ToolDescriptor
 
 TODAY = date(2026, 3, 2)
 
@@ -46,3 +49,56 @@ def test_dates_and_codes_must_exist() -> None:
     assert rules.repair(rmb, []) is None
     cny = Step(1, "convert_currency", {"amount": 100, "from_currency": "CNY", "to_currency": "EUR"})
     assert rules.repair(cny, []) == cny
+
+
+# Tools described as a tool pack describes them: a path named, not documented; an address
+# constrained by a pattern, not by `format`; a parameter that takes whole results.
+PACKS = tuple(
+    ToolDescriptor.from_json(tool)
+    for tool in json.loads(
+        (Path(__file__).parent.parent / "evals/planner/packs-catalog.json").read_text()
+    )
+)
+COMPETITORS = (
+    "Analyse the three competitors' financial statements in statements/ (acme.csv, "
+    "borealis.xlsx, cobalt.pdf) and produce a slide outline with charts in out/competitors"
+)
+
+
+def test_relative_paths_a_request_spells_and_its_files_inside_the_folder_it_names() -> None:
+    assert relative_paths(COMPETITORS) == [
+        "statements/",
+        "acme.csv",
+        "borealis.xlsx",
+        "cobalt.pdf",
+        "out/competitors",
+        "statements/acme.csv",
+        "statements/borealis.xlsx",
+        "statements/cobalt.pdf",
+    ]
+    # absolute paths, addresses, URLs, decimals and abbreviations are not relative paths
+    assert relative_paths("Read /data/a.txt, mail ann@example.com, see https://x.io/b.html") == []
+    assert relative_paths("Convert 3.5 km, e.g. to miles") == []
+
+
+def test_a_path_parameter_is_known_by_its_name_as_well_as_its_description() -> None:
+    assert is_path("path", {"type": "string", "description": "The statement file."})
+    assert is_path("out_dir", {"type": "string"})
+    assert is_path("target", {"type": "string", "description": "The folder to write to."})
+    assert not is_path("title", {"type": "string", "description": "The outline's title."})
+
+
+def test_an_address_constrained_by_a_pattern_is_grounded_as_an_address() -> None:
+    rules = Grounds(PACKS, "Query the shop database for gold customers and mail them", TODAY)
+    assert rules.tools["mail_send"].parameters["properties"]["to"]["format"] == "email"
+    query = Step(1, "sql_query", {"database": "shop", "sql": "SELECT * FROM customers"})
+    to_a_name = Step(2, "mail_send", {"to": "$1.database", "subject": "Hi", "body": "Hello"})
+    assert rules.repair(to_a_name, [query]) is None  # a database name is no address
+
+
+def test_a_whole_result_is_offered_where_a_parameter_takes_such_objects() -> None:
+    rules = Grounds(PACKS, COMPETITORS, TODAY)
+    figures = Step(1, "docs_financials", {"path": "statements/acme.csv"})
+    statements = rules.tools["docs_slide_outline"].parameters["properties"]["statements"]
+    assert rules.references(statements["items"], [figures]) == ["1"]  # `$1`, not `$1.evidence`
+    assert unsupported(figures, rules.tools["docs_financials"], COMPETITORS) == []

@@ -3,7 +3,7 @@ PDF) read by a step over the list (one journaled call per file) -> key ratios
 -> a slide outline as JSON and Markdown, chart suggestions, the charts as PNG; the latency of
 each layer printed beside the 650 ms the hosted platform claims for this task.
 
-    python -m examples.competitors.run [--work DIR] [--json]
+    python -m examples.competitors.run [--work DIR] [--json] [--planner llama]
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ def flagship(work: Path) -> Flagship:
 def main() -> int:
     args = main_args(__doc__.splitlines()[0], "ember-examples/competitors")
     run = flagship(Path(args.work))
+    run.planner = args.planner
     result = run.run(resume=args.resume)
     outline = result.steps[-1].result or {}
     extra = {

@@ -45,6 +45,7 @@ def main() -> int:
         del sys.argv[at : at + 2]
     args = main_args(__doc__.splitlines()[0], "ember-examples/invoices")
     run = flagship(Path(args.work), count)
+    run.planner = args.planner
     result = run.run(resume=args.resume)
     rows = ledger_rows(run.work)
     extra = {

@@ -105,6 +105,7 @@ def main() -> int:
     if not args.resume:
         seed_crm(server, database, customers)
     run = flagship(Path(args.work), crm, smtp, approval_over)
+    run.planner = args.planner
     result = run.run(resume=args.resume)
     if result.status.value == "waiting" and approve_it:
         print(f"step 2 waits for approval: {result.error}\napproving it, then resuming")

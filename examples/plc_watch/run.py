@@ -52,6 +52,7 @@ def main() -> int:
             line = stack.enter_context(SimulatedLine())
             plc = f"127.0.0.1:{line.port}"
         run = flagship(Path(args.work), plc, smtp)
+        run.planner = args.planner
         result = run.run(resume=args.resume)
     readings = [s.result["values"][0] for s in result.steps if s.tool == "plc_read" and s.result]
     alerts = [s.id for s in result.steps if s.tool == "mail_alert" and (s.result or {}).get("sent")]

@@ -88,16 +88,23 @@ def field_paths(
     """The paths (`.hotels.0.hotel_id`, `.amount`) into a result of schema `returns`: all of
     them (for references embedded in text), or those whose value may be passed whole as an
     argument of schema `parameter`: the same JSON type (integer and number are
-    interchangeable) and, if the parameter has a `format` (date, email), the same format."""
-    paths = _walk(returns or {}, "")
+    interchangeable) and, if the parameter has a `format` (date, email), the same format; an
+    object the parameter describes must have every field it requires, and may be the whole
+    result (path "": `$1` for a statement from docs_financials)."""
+    paths = list(_walk(returns or {}, ""))
     if parameter is None:
         return [path for path, _ in paths]
+    if (returns or {}).get("type") == "object":
+        paths.insert(0, ("", returns or {}))
     wanted = _json_type(parameter)
     form = parameter.get("format")
+    needed = set(parameter.get("required", [])) if parameter.get("type") == "object" else set()
     return [
         path
         for path, schema in paths
-        if _json_type(schema) == wanted and (form is None or schema.get("format") == form)
+        if _json_type(schema) == wanted
+        and (form is None or schema.get("format") == form)
+        and needed <= schema.get("properties", {}).keys()
     ]
 
 

@@ -82,9 +82,9 @@ class PlanDecoder:
         self.first_margin: float | None = None  # logit(step) - logit(done) at the first choice
         self.end_margins: list[float] = []  # the same after each step, where `done` was offered
         self._cursor = Cursor(model, vocab)
-        self._tools = {tool.tool_name: tool for tool in catalogue}
         spoken = "numbers" not in off
         self._grounds = grounding.Grounds(catalogue, request, today, spoken=spoken)
+        self._tools = dict(self._grounds.tools)  # addresses marked as the grounds mark them
         self._request = request
         self._givens = grounding.givens(request, spoken=spoken)
         # Steps over lists are offered when the request asks for something done to each
@@ -267,15 +267,13 @@ class PlanDecoder:
 
     def _takes(self, tool: str, given: str) -> bool:
         """Whether tool `tool` has a parameter that can hold `given` (see `grounding.givens`)."""
-        for schema in self._tools[tool].parameters.get("properties", {}).values():
+        for name, schema in self._tools[tool].parameters.get("properties", {}).items():
             kind = value_kind(schema)
             if "@" in given:
                 if schema.get("format") == "email":
                     return True
             elif given.startswith("/"):
-                if kind == "text" and grounding.PATH_PARAMETER.search(
-                    schema.get("description", "")
-                ):
+                if grounding.is_path(name, schema):
                     return True
             elif grounding.NUMERIC.match(given):
                 if kind in ("integer", "number", "text"):

@@ -38,8 +38,10 @@ __all__ = [
     "givens",
     "integers",
     "is_identifier",
+    "is_path",
     "named_dates",
     "reapplies",
+    "relative_paths",
     "source_of",
     "spans_matching",
     "standard_codes",
@@ -58,6 +60,13 @@ QUOTED = re.compile(r"(?<!\w)'([^']{2,})'(?!\w)|\"([^\"]{2,})\"|「([^」]+)」|
 PATH = re.compile(r"(?<![\w.])/[\w.-]+(?:/[\w.-]+)*\w")
 NUMERIC = re.compile(r"[0-9.]+$")
 PATH_PARAMETER = re.compile(r"\b(path|directory|folder)\b", re.IGNORECASE)
+PATH_NAME = re.compile(r"(?:\w+_)?(?:path|dir|directory|folder)", re.IGNORECASE)
+# A relative path as a request spells it: a name with a slash ("statements/", "out/ledger.csv")
+# or a file name with an extension ("acme.csv"); not part of an absolute path or a URL.
+RELATIVE_PATH = re.compile(
+    r"(?<![\w./:@~-])(?:(?:[\w.-]+/)+(?:[\w.-]*\w)?|[\w-]{2,}(?:\.[\w-]+)*\.[A-Za-z][A-Za-z0-9]{0,4}\b)"
+)
+URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE)
 PATH_FIELD = re.compile(r"(path|file|dir|folder)", re.IGNORECASE)
 NUMBER = re.compile(r"(?<![\w.,:/-])[0-9]+(?:,[0-9]{3})*(?:\.[0-9]+)?(?![\w:/]|-[0-9]|[.,][0-9])")
 
@@ -109,7 +118,8 @@ def stated_numbers(request: str, *, spoken: bool = True) -> set[float]:
 def unsupported(step: Step, tool: ToolDescriptor, request: str) -> list[str]:
     """The arguments of a first call whose values the request does not give: a number it
     does not state, a currency it names neither by code nor by name ("Swiss francs" is CHF),
-    or a short text (three words at most) it does not contain; and, when no value at all
+    or a short text (three words at most) it does not contain (a file it names inside a folder
+    it names counts as contained, see `relative_paths`); and, when no value at all
     comes from the request, every argument. A longer text is the model's to compose (a query,
     a message): it comes from the request when it shares a word of five letters or more with
     it. A request in Chinese may name a city the model writes in English: its texts and
@@ -129,7 +139,7 @@ def unsupported(step: Step, tool: ToolDescriptor, request: str) -> list[str]:
         elif isinstance(value, str) and kind == "code3" and standard_codes(properties[name]):
             ok = lenient or _names_currency(lowered, value)
         elif isinstance(value, str) and kind == "text" and len(value.split()) <= 3:
-            ok = lenient or value.casefold() in lowered
+            ok = lenient or value.casefold() in lowered or value in relative_paths(request)
         elif isinstance(value, str) and kind == "text":
             given = given or lenient or bool(words & set(re.findall(r"\w{5,}", value.casefold())))
             continue
@@ -260,6 +270,42 @@ def source_of(schema: dict[str, Any], tools: dict[str, ToolDescriptor], own: str
     return None
 
 
+def is_path(name: str, schema: dict[str, Any]) -> bool:
+    """Whether a parameter takes a file or folder path: a text documented as a path, directory
+    or folder, or named like one (`path`, `folder`, `out_dir`)."""
+    return value_kind(schema) == "text" and bool(
+        PATH_PARAMETER.search(schema.get("description", "")) or PATH_NAME.fullmatch(name)
+    )
+
+
+def relative_paths(request: str) -> list[str]:
+    """The relative paths a request spells (see `RELATIVE_PATH`), and each file name it gives
+    after a folder also as a path inside that folder ("statements/ (acme.csv, borealis.xlsx)":
+    `statements/acme.csv`): tools resolve a bare name against their root, not the folder."""
+    rest = PATH.sub(" ", EMAIL.sub(" ", URL.sub(" ", request)))
+    found = list(dict.fromkeys(RELATIVE_PATH.findall(rest)))
+    folders = [path for path in found if path.endswith("/")]
+    names = [path for path in found if "/" not in path]
+    return found + [folder + name for folder in folders for name in names]
+
+
+def _emails_marked(tool: ToolDescriptor) -> ToolDescriptor:
+    """`tool` with each text parameter whose pattern requires an "@" marked `format: email`:
+    an address is grounded as one whether its schema says so by format or by pattern."""
+    props = tool.parameters.get("properties", {})
+    marked = {
+        name: {**schema, "format": "email"}
+        if schema.get("type") == "string"
+        and "format" not in schema
+        and "@" in schema.get("pattern", "")
+        else schema
+        for name, schema in props.items()
+    }
+    if marked == props:
+        return tool
+    return msgspec.structs.replace(tool, parameters={**tool.parameters, "properties": marked})
+
+
 def calendar_dates(today: date) -> list[str]:
     """Every date from two years before `today` to three years after it, ISO-formatted."""
     start = today.replace(year=today.year - 2, month=1, day=1)
@@ -280,7 +326,7 @@ class Grounds:
         *,
         spoken: bool = True,
     ) -> None:
-        self.tools = {tool.tool_name: tool for tool in catalogue}
+        self.tools = {tool.tool_name: _emails_marked(tool) for tool in catalogue}
         self.request = request
         self.dates = calendar_dates(today)
         self.named_dates = named_dates(request, today)
@@ -288,13 +334,13 @@ class Grounds:
         without_emails = EMAIL.sub(" ", request)
         self.codes = list(dict.fromkeys(CODE.findall(without_emails)))
         self.integers = integers(request)
-        self.paths = PATH.findall(without_emails)
+        self.paths = PATH.findall(without_emails) + relative_paths(request)
         self.stated = stated_numbers(request, spoken=spoken)
         # While a step over a list is written: the list (`1.files`) and its items' schema.
         self.item: tuple[str, dict[str, Any]] | None = None
         self.sources = {
             (tool.tool_name, name): source
-            for tool in catalogue
+            for tool in self.tools.values()
             for name, schema in tool.parameters.get("properties", {}).items()
             if (source := source_of(schema, self.tools, tool.tool_name))
         }
@@ -355,9 +401,7 @@ class Grounds:
             found = [f"${ref}" for ref in self.references(schema, earlier)]
             return [f'"{address}"' for address in self.emails] + found
         source = self.sources.get((tool, name))
-        path = value_kind(schema) == "text" and bool(
-            PATH_PARAMETER.search(schema.get("description", ""))
-        )
+        path = is_path(name, schema)
         if source is None and not path and not is_identifier(name, schema):
             return None
         steps = [step for step in earlier if source is None or step.tool == source]
