@@ -190,3 +190,23 @@ def test_a_round_that_adds_nothing_after_a_failure_leaves_the_failure_standing(
     assert planner.calls["plan_on"] == 1  # the round added nothing: no second one
     observed = [e for e in journal.read("r") if isinstance(e, PlanObserved)]
     assert [(e.steps, e.superseded) for e in observed] == [(0, [])]
+
+
+def test_a_round_after_a_failure_adds_at_most_one_step_more_than_it_set_aside(
+    registry: ToolRegistry,
+) -> None:
+    """One failed call set aside: the round may add two steps; a third it wishes is cut."""
+    request = "Extract the invoice /srv/shared/contracts/acme-2026.txt"
+    wish = '1. extract_invoice(path="/srv/shared/contracts/acme-2026.txt")\ndone'
+    runaway = (
+        '1. read_file(path="/srv/shared/contracts/acme-2026.txt")\n'
+        '2. create_calendar_event(title="Fee due", date="2026-03-03", time="10:00")\n'
+        '3. create_calendar_event(title="Fee due", date="2026-03-03", time="12:00")\ndone'
+    )
+    planner = FakeModelPlanner({request: wish}, rounds={request: runaway})
+    result = asyncio.run(Runtime(registry, planner, MemoryJournal()).run(request, today=TODAY))
+    assert [(s.tool, s.status) for s in result.steps] == [
+        ("extract_invoice", StepStatus.FAILED),
+        ("read_file", StepStatus.SUCCEEDED),
+        ("create_calendar_event", StepStatus.SUCCEEDED),
+    ]

@@ -12,7 +12,9 @@ and `answer` sequence the planner's calls and the journal's records for `Runtime
   that does not exist), for actions and questions alike: the failed steps and those skipped
   for them are set aside, and the model, seeing the error among the results, plans on from
   the steps that succeeded; a call that failed is not made again (`PlanningTask.failed`).
-  Not after a step the policy refused: a plan around a refusal is no repair.
+  Such a round takes the place of what it set aside: it adds at most one step more than that
+  (a repair that runs on, eight calendar events for one, is cut there). Not after a step the
+  policy refused: a plan around a refusal is no repair.
 - What the model sees of the results (`Observation`s) is data: the planner fences and labels
   them (`ember.planner.observe`) and its grounding rules decide which values a step may take.
 """
@@ -119,6 +121,16 @@ async def renumbered(
         yield item if isinstance(item, FirstToken) else renumber(item, offset, above)
 
 
+async def _at_most(plan: AsyncIterator[PlanEvent], steps: int) -> AsyncIterator[PlanEvent]:
+    """`plan` cut after its first `steps` steps."""
+    async for item in plan:
+        if not isinstance(item, FirstToken):
+            if steps == 0:
+                return
+            steps -= 1
+        yield item
+
+
 def observations(reports: Sequence[StepReport]) -> tuple[Observation, ...]:
     """Every finished step's result (or error), in step order, as the model may see it."""
     return tuple(
@@ -164,9 +176,8 @@ async def plan_on(
         last_kept = max((step.id for step in kept), default=0)
         offset = max(execution.steps, default=0) - last_kept
         before = len(execution.steps)
-        outcome = await execution.execute(
-            renumbered(planner.plan_on(planning), offset, above=last_kept)
-        )
+        stream = renumbered(planner.plan_on(planning), offset, above=last_kept)
+        outcome = await execution.execute(_at_most(stream, len(aside) + 1) if aside else stream)
         added = len(execution.steps) - before
         if not added and aside:  # nothing took their place: the failure stands
             execution.set_aside(aside, False)
