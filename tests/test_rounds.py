@@ -9,7 +9,7 @@ from datetime import date
 from pathlib import Path
 
 from ember import Runtime, SQLiteJournal, ToolRegistry
-from ember.journal import PlanObserved, RunStatus, StepStatus, fold
+from ember.journal import PlanObserved, PlanStep, RunStatus, StepDone, StepStatus, fold
 from ember.plan import Step
 from ember.planner.base import Observation
 from ember.planner.observe import render_observations
@@ -210,3 +210,38 @@ def test_a_round_after_a_failure_adds_at_most_one_step_more_than_it_set_aside(
         ("read_file", StepStatus.SUCCEEDED),
         ("create_calendar_event", StepStatus.SUCCEEDED),
     ]
+
+
+def test_a_run_resumed_while_a_rounds_steps_ran_does_not_ask_the_model_again(
+    registry: ToolRegistry, world: DemoWorld, tmp_path: Path
+) -> None:
+    """The round is journaled once planned, before its steps finish: cut the journal there
+    (a crash while the repaired mail was being sent) and resume with a planner that plans
+    nothing: the round's step runs from the journal and the run succeeds."""
+    journal = SQLiteJournal(tmp_path / "j.db")
+    first = FakeModelPlanner({FEE: FEE_PLAN}, rounds={FEE: FEE_ROUND})
+    asyncio.run(Runtime(registry, first, journal).run(FEE, today=TODAY, run_id="r-1"))
+    events = journal.read("r-1")
+    journal.close()
+    observed = next(i for i, e in enumerate(events) if isinstance(e, PlanObserved))
+    assert any(isinstance(e, StepDone) and e.step_id == 4 for e in events[observed:])
+    kept = [
+        e
+        for e in events[: observed + 1]
+        if getattr(e, "step_id", None) != 4 or isinstance(e, PlanStep)
+    ]
+    crashed = SQLiteJournal(tmp_path / "crashed.db")
+
+    async def copy() -> None:
+        for event in kept:
+            await crashed.append(event)
+
+    asyncio.run(copy())
+    again = FakeModelPlanner({FEE: "done"}, rounds={FEE: "done"})
+    resumed = asyncio.run(Runtime(registry, again, crashed).resume("r-1"))
+    assert again.calls == {}
+    assert resumed.status is RunStatus.SUCCEEDED
+    assert [(s.id, s.status) for s in resumed.steps][3] == (4, StepStatus.SUCCEEDED)
+    # the mail the first process sent under the step's key is not sent again
+    assert [m.read_text().count("24,000") for m in world.outbox.iterdir()] == [1]
+    crashed.close()

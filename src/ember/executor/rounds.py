@@ -21,6 +21,7 @@ and `answer` sequence the planner's calls and the journal's records for `Runtime
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from datetime import date
 from typing import Any, Protocol
@@ -177,17 +178,41 @@ async def plan_on(
         offset = max(execution.steps, default=0) - last_kept
         before = len(execution.steps)
         stream = renumbered(planner.plan_on(planning), offset, above=last_kept)
-        outcome = await execution.execute(_at_most(stream, len(aside) + 1) if aside else stream)
+        # The round is journaled as soon as it is planned, before its steps finish: a run
+        # resumed while they ran replays them and does not ask the model again.
+        record = functools.partial(_observed, runtime, execution.run_id, number, aside)
+        recorded: list[int] = []
+        outcome = await execution.execute(
+            _then(_at_most(stream, len(aside) + 1) if aside else stream, recorded, record)
+        )
         added = len(execution.steps) - before
         if not added and aside:  # nothing took their place: the failure stands
             execution.set_aside(aside, False)
             outcome = execution.outcome()
-        runtime.journal.append_soon(
-            PlanObserved(execution.run_id, runtime.wall(), number, added, aside if added else [])
-        )
+        if not recorded:  # the planner failed part-way
+            record(added)
         if not added:
             break
     return outcome
+
+
+def _observed(runtime: Host, run_id: str, number: int, aside: list[int], added: int) -> None:
+    """Journal round `number`: the steps it added, and those it set aside if it added any."""
+    runtime.journal.append_soon(
+        PlanObserved(run_id, runtime.wall(), number, added, aside if added else [])
+    )
+
+
+async def _then(
+    plan: AsyncIterator[PlanEvent], done: list[int], on_end: Callable[[int], None]
+) -> AsyncIterator[PlanEvent]:
+    """`plan`, then `on_end(steps)` once it is complete (noted in `done`)."""
+    steps = 0
+    async for item in plan:
+        steps += not isinstance(item, FirstToken)
+        yield item
+    done.append(steps)
+    on_end(steps)
 
 
 async def answer(
