@@ -11,7 +11,7 @@ from ember.plan import Step
 from ember.planner.answering import STOP, build_answer_prompt, write_answer
 from ember.planner.base import AnswerTask, FirstToken, PlanEvent, PlanningTask
 from ember.planner.compact import render_step
-from ember.planner.decoding import PlanDecoder
+from ember.planner.decoding import MAX_STEPS, PlanDecoder
 from ember.planner.observe import render_observations
 
 from .test_decoding import PLAN, WishfulModel
@@ -47,7 +47,11 @@ class FakeModelPlanner:
         )
         self.prompts.append(prompt)
         return decoder.decode(
-            prompt, on_step=lambda _: None, earlier=task.earlier, failed=task.failed
+            prompt,
+            on_step=lambda _: None,
+            earlier=task.earlier,
+            failed=task.failed,
+            max_steps=task.max_steps or MAX_STEPS,
         )
 
     async def plan(self, task: PlanningTask) -> AsyncIterator[PlanEvent]:

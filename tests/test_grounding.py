@@ -76,9 +76,12 @@ def test_relative_paths_a_request_spells_and_its_files_inside_the_folder_it_name
         "statements/borealis.xlsx",
         "statements/cobalt.pdf",
     ]
-    # absolute paths, addresses, URLs, decimals and abbreviations are not relative paths
+    # absolute paths, addresses, URLs, domains, decimals, dates, abbreviations and words
+    # joined by a slash are not relative paths
     assert relative_paths("Read /data/a.txt, mail ann@example.com, see https://x.io/b.html") == []
-    assert relative_paths("Convert 3.5 km, e.g. to miles") == []
+    assert relative_paths("Convert 3.5 km, e.g. to miles, for the Ph.D office") == []
+    assert relative_paths("Ask example.com and www.example.org and/or CEO/CFO about Q3/Q4") == []
+    assert relative_paths("Due 2026/03/02; read a.txt") == ["a.txt"]
 
 
 def test_a_path_parameter_is_known_by_its_name_as_well_as_its_description() -> None:
@@ -86,6 +89,8 @@ def test_a_path_parameter_is_known_by_its_name_as_well_as_its_description() -> N
     assert is_path("out_dir", {"type": "string"})
     assert is_path("target", {"type": "string", "description": "The folder to write to."})
     assert not is_path("title", {"type": "string", "description": "The outline's title."})
+    assert not is_path("sort_dir", {"type": "string"})  # a direction
+    assert not is_path("json_path", {"type": "string"})  # an expression
 
 
 def test_an_address_constrained_by_a_pattern_is_grounded_as_an_address() -> None:
@@ -94,6 +99,17 @@ def test_an_address_constrained_by_a_pattern_is_grounded_as_an_address() -> None
     query = Step(1, "sql_query", {"database": "shop", "sql": "SELECT * FROM customers"})
     to_a_name = Step(2, "mail_send", {"to": "$1.database", "subject": "Hi", "body": "Hello"})
     assert rules.repair(to_a_name, [query]) is None  # a database name is no address
+    handle = ToolDescriptor(
+        "post",
+        {"type": "object", "properties": {"to": {"type": "string", "pattern": "^@[a-z]+$"}}},
+    )
+    plain = ToolDescriptor(
+        "user",
+        {"type": "object", "properties": {"name": {"type": "string", "pattern": "^[^@\\s]+$"}}},
+    )
+    marked = Grounds((handle, plain), "Post to @dana", TODAY).tools
+    assert "format" not in marked["post"].parameters["properties"]["to"]  # a handle
+    assert "format" not in marked["user"].parameters["properties"]["name"]  # no "@" allowed
 
 
 def test_a_whole_result_is_offered_where_a_parameter_takes_such_objects() -> None:

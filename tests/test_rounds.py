@@ -8,8 +8,17 @@ import asyncio
 from datetime import date
 from pathlib import Path
 
-from ember import Runtime, SQLiteJournal, ToolRegistry
-from ember.journal import PlanObserved, PlanStep, RunStatus, StepDone, StepStatus, fold
+from ember import Runtime, SQLiteJournal, ToolRegistry, tool
+from ember.journal import (
+    Decision,
+    PlanObserved,
+    PlanStep,
+    RunStatus,
+    StepDenied,
+    StepDone,
+    StepStatus,
+    fold,
+)
 from ember.plan import Step
 from ember.planner.base import Observation
 from ember.planner.observe import render_observations
@@ -167,9 +176,9 @@ def test_after_a_step_fails_a_round_plans_around_it(
     assert "24,000" in result.steps[3].args["body"]  # $1.content: the kept step's result
     assert "is not an invoice" in planner.prompts[1]  # the round saw the error
     events = journal.read("r-1")
-    assert [(e.round, e.steps, e.superseded) for e in events if isinstance(e, PlanObserved)] == [
-        (1, 1, [2, 3])
-    ]
+    assert [(e.round, e.steps) for e in events if isinstance(e, PlanObserved)] == [(1, 1)]
+    # what the round set aside is recorded with the step that replaces it
+    assert [(e.step.id, e.supersedes) for e in events if isinstance(e, PlanStep)][3] == (4, [2, 3])
     assert fold("r-1", events).superseded == [2, 3]
     mails = [m.read_text() for m in world.outbox.iterdir()]
     assert len(mails) == 1
@@ -188,8 +197,9 @@ def test_a_round_that_adds_nothing_after_a_failure_leaves_the_failure_standing(
     assert result.status is RunStatus.FAILED
     assert [(s.tool, s.status) for s in result.steps] == [("extract_invoice", StepStatus.FAILED)]
     assert planner.calls["plan_on"] == 1  # the round added nothing: no second one
-    observed = [e for e in journal.read("r") if isinstance(e, PlanObserved)]
-    assert [(e.steps, e.superseded) for e in observed] == [(0, [])]
+    events = journal.read("r")
+    assert [e.steps for e in events if isinstance(e, PlanObserved)] == [0]
+    assert fold("r", events).superseded == []
 
 
 def test_a_round_after_a_failure_adds_at_most_one_step_more_than_it_set_aside(
@@ -245,3 +255,41 @@ def test_a_run_resumed_while_a_rounds_steps_ran_does_not_ask_the_model_again(
     # the mail the first process sent under the step's key is not sent again
     assert [m.read_text().count("24,000") for m in world.outbox.iterdir()] == [1]
     crashed.close()
+
+
+def test_a_step_a_person_refused_gets_no_round_after_the_resume(
+    registry: ToolRegistry, tmp_path: Path
+) -> None:
+    """An approval denied fails the step: the resumed run does not plan around the refusal."""
+    sent: list[float] = []
+
+    @tool(risk="high", inline=True)
+    def wire(amount: float) -> dict[str, float]:
+        """Send money to the user's landlord."""
+        sent.append(amount)
+        return {"sent": amount}
+
+    registry.register(wire)
+    request = "Wire 90 euros to my landlord"
+    around = '1. convert_currency(amount=90, from_currency="EUR", to_currency="USD")\ndone'
+    planner = FakeModelPlanner({request: "1. wire(amount=90)\ndone"}, rounds={request: around})
+    journal = SQLiteJournal(tmp_path / "j.db")
+    runtime = Runtime(registry, planner, journal)
+    assert asyncio.run(runtime.run(request, today=TODAY, run_id="r")).status is RunStatus.WAITING
+    asyncio.run(runtime.resolve("r", 1, Decision.DENY, "carol"))
+    done = asyncio.run(runtime.resume("r"))
+    assert done.status is RunStatus.FAILED
+    assert [s.tool for s in done.steps] == ["wire"]
+    assert planner.calls["plan_on"] == 0
+    assert sent == []
+    journal.close()
+
+
+def test_the_journal_remembers_a_step_the_policy_refused() -> None:
+    step = Step(1, "send_email", {"to": "a@example.com", "subject": "s", "body": "b"})
+    events = [
+        PlanStep("r", 1.0, step),
+        StepDenied("r", 2.0, 1, "send_email", step.args, "step 1 (send_email) was denied: no"),
+    ]
+    assert fold("r", events).steps[1].refused
+    assert not fold("r", events[:1]).steps[1].refused

@@ -113,8 +113,15 @@ class RunExecution:
         self.plan_error: str | None = None
         self.first_dispatch: float | None = None  # wall time the first tool call began
         self.replans = recorded.replans if recorded else 0
-        self.denied: set[int] = set()  # steps the policy refused (in this process)
+        # Steps refused by the policy or by a person (an approval denied): no round plans
+        # around them (`ember.executor.rounds`).
+        self.refused: set[int] = {
+            step_id
+            for step_id, state in (recorded.steps.items() if recorded else ())
+            if state.refused or state.decision is Decision.DENY
+        }
         self._superseded = set(recorded.superseded) if recorded else set()
+        self._aside: list[int] = []  # set aside, for the next planned step's record
         self._dispatcher = Dispatcher(
             run_id,
             journal,
@@ -145,15 +152,19 @@ class RunExecution:
     def supersede(self) -> list[int]:
         """Before a replan: the current plan's steps no longer decide the run; their ids."""
         current = [i for i, run in self.steps.items() if not run.superseded]
-        self.set_aside(current)
+        for step_id in current:  # recorded by `plan.replanned`
+            self.steps[step_id].superseded = True
         self.replans += 1
         return current
 
     def set_aside(self, step_ids: Iterable[int], aside: bool = True) -> None:
-        """These steps no longer decide the run (steps planned after them take their place);
-        with `aside` False, they do again (nothing took their place)."""
-        for step_id in step_ids:
+        """These steps no longer decide the run (steps planned after them take their place:
+        the next step planned records them, `PlanStep.supersedes`); with `aside` False, they
+        do again (nothing took their place)."""
+        ids = list(step_ids)
+        for step_id in ids:
             self.steps[step_id].superseded = aside
+        self._aside = ids if aside else []
 
     async def execute(self, plan: AsyncIterator[PlanEvent]) -> Outcome:
         """Consume the planner's stream and run every step that can run."""
@@ -204,7 +215,8 @@ class RunExecution:
         record = self._recorded(step)
         self.steps[step.id] = StepRun(step, superseded=step.id in self._superseded)
         if record is None:
-            self.journal.append_soon(PlanStep(self.run_id, self.wall(), step))
+            self.journal.append_soon(PlanStep(self.run_id, self.wall(), step, self._aside))
+            self._aside = []
         try:
             deps = check_step(step, self.catalogue)
         except PlanError as exc:
@@ -403,7 +415,7 @@ class RunExecution:
                     ruling.rule,
                 )
             )
-            self.denied.add(step.id)
+            self.refused.add(step.id)
             self._failed(step.id, reason, 0.0)
         elif verdict is Verdict.FAIL:
             self._fail(step.id, reason, 0.0)
@@ -611,7 +623,7 @@ class RunExecution:
                 version, ruling.rule, index,
             )  # fmt: skip
             await self.journal.append(denied)
-            self.denied.add(step.id)
+            self.refused.add(step.id)
             return ItemOutcome(StepStatus.FAILED, error=reason)
         if verdict is Verdict.FAIL:
             return self._item_failed(step, index, reason, self.recorder.clock())

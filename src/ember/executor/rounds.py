@@ -14,7 +14,7 @@ and `answer` sequence the planner's calls and the journal's records for `Runtime
   the steps that succeeded; a call that failed is not made again (`PlanningTask.failed`).
   Such a round takes the place of what it set aside: it adds at most one step more than that
   (a repair that runs on, eight calendar events for one, is cut there). Not after a step the
-  policy refused: a plan around a refusal is no repair.
+  policy or a person refused (an approval denied): a plan around a refusal is no repair.
 - What the model sees of the results (`Observation`s) is data: the planner fences and labels
   them (`ember.planner.observe`) and its grounding rules decide which values a step may take.
 """
@@ -158,7 +158,7 @@ async def plan_on(
         current = [report for report in outcome.steps if report.id in {s.id for s in steps}]
         returns = {d.tool_name: d.returns for d in runtime.registry.descriptors()}
         failed, skipped = broken(current)
-        if outcome.waiting or outcome.plan_error or execution.denied.intersection(failed):
+        if outcome.waiting or outcome.plan_error or execution.refused.intersection(failed):
             break
         if not failed and not worth_a_round(task, steps, current, returns):
             break
@@ -172,6 +172,7 @@ async def plan_on(
             earlier=tuple(kept),
             observations=observations(current),
             failed=tuple(step for step in steps if step.id in failed),
+            max_steps=len(aside) + 1 if aside else None,
         )
         # The model numbers new steps after the kept ones; in the run they follow every step.
         last_kept = max((step.id for step in kept), default=0)
@@ -180,7 +181,7 @@ async def plan_on(
         stream = renumbered(planner.plan_on(planning), offset, above=last_kept)
         # The round is journaled as soon as it is planned, before its steps finish: a run
         # resumed while they ran replays them and does not ask the model again.
-        record = functools.partial(_observed, runtime, execution.run_id, number, aside)
+        record = functools.partial(_observed, runtime, execution.run_id, number)
         recorded: list[int] = []
         outcome = await execution.execute(
             _then(_at_most(stream, len(aside) + 1) if aside else stream, recorded, record)
@@ -196,11 +197,10 @@ async def plan_on(
     return outcome
 
 
-def _observed(runtime: Host, run_id: str, number: int, aside: list[int], added: int) -> None:
-    """Journal round `number`: the steps it added, and those it set aside if it added any."""
-    runtime.journal.append_soon(
-        PlanObserved(run_id, runtime.wall(), number, added, aside if added else [])
-    )
+def _observed(runtime: Host, run_id: str, number: int, added: int) -> None:
+    """Journal round `number` and the steps it added (what it set aside is recorded with the
+    first of them, `PlanStep.supersedes`)."""
+    runtime.journal.append_soon(PlanObserved(run_id, runtime.wall(), number, added))
 
 
 async def _then(

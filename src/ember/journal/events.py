@@ -17,8 +17,8 @@ step.denied    the policy denied the call: the rule (or the missing permit) and 
 step.resolved  a person's decision: retry / skip / fail (in doubt), approve / deny (approval)
 plan.replanned the plan failed; the planner was asked again (the failed steps are superseded)
 run.resumed    another process took the run over after a crash or restart
-plan.observed  a round of planning on after results came in: how many steps it added, and the
-               failed steps (and those skipped for them) it set aside
+plan.observed  a round of planning on after results came in: how many steps it added (the
+               first step of a round after a failure names the steps it sets aside)
 run.answered   the answer the model wrote from the results, and what it states that they
                and the request do not hold
 run.waiting    the run stopped with steps in doubt; it waits for decisions
@@ -132,7 +132,11 @@ class PlanDone(_Event, frozen=True, tag="plan.done"):
 
 
 class PlanStep(_Event, frozen=True, tag="plan.step"):
+    """A step planned. The first step of a round after a failure carries the steps it sets
+    aside (`supersedes`): recorded with the step that replaces them, never without it."""
+
     step: Step
+    supersedes: list[int] = []
 
 
 class StepIntent(_Event, frozen=True, tag="step.intent"):
@@ -231,13 +235,11 @@ class RunWaiting(_Event, frozen=True, tag="run.waiting"):
 
 class PlanObserved(_Event, frozen=True, tag="plan.observed"):
     """A round of planning on after results came in (observe, then plan on): its number (from
-    1) and the steps it added (their `plan.step` records follow). A round after a step failed
-    sets the failed steps and those skipped for them aside (`superseded`): the new steps
-    take their place."""
+    1) and the steps it added (their `plan.step` records come first; a round after a failure
+    sets steps aside in its first one's, `PlanStep.supersedes`)."""
 
     round: int
     steps: int
-    superseded: list[int] = []
 
 
 class RunAnswered(_Event, frozen=True, tag="run.answered"):
@@ -365,6 +367,7 @@ class StepState(msgspec.Struct):
     intent_at: float | None = None
     job: str | None = None
     decision: Decision | None = None
+    refused: bool = False  # the policy denied its call (or one item's)
     items: dict[int, StepState] = {}  # a step over a list: each item's call, by index
 
 
@@ -436,6 +439,7 @@ def _apply(state: RunState, event: Event) -> None:
             state.owner, state.status = event.owner, RunStatus.RUNNING
         case PlanStep():
             state.steps[event.step.id] = StepState(event.step)
+            state.superseded = [*state.superseded, *event.supersedes]
         case PlanDone():
             state.plan_done = True
         case StepIntent():
@@ -456,7 +460,7 @@ def _apply(state: RunState, event: Event) -> None:
             step.status, step.error, step.decision = StepStatus.IN_DOUBT, event.reason, None
         case StepDenied():
             step = state.steps[event.step_id]
-            step.status, step.error = StepStatus.FAILED, event.reason
+            step.status, step.error, step.refused = StepStatus.FAILED, event.reason, True
         case StepResolved():
             state.steps[event.step_id].decision = event.decision
         case StepAwaitingApproval():
@@ -487,7 +491,6 @@ def _apply_later(state: RunState, event: PlanObserved | RunAnswered) -> None:
     """What the runtime adds after the plan's steps ran: rounds of planning on, the answer."""
     if isinstance(event, PlanObserved):
         state.rounds = event.round
-        state.superseded = [*state.superseded, *event.superseded]
     else:
         state.written = event
 
@@ -508,6 +511,7 @@ def _apply_item(state: RunState, event: Event, item: int) -> None:
         case StepFailed() | StepDenied():
             error = event.error if isinstance(event, StepFailed) else event.reason
             step.status, step.error = StepStatus.FAILED, error
+            parent.refused = parent.refused or isinstance(event, StepDenied)
         case StepInDoubt():
             step.status, step.error = StepStatus.IN_DOUBT, event.reason
             parent.status, parent.error, parent.decision = StepStatus.IN_DOUBT, event.reason, None

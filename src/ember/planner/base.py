@@ -42,7 +42,8 @@ class PlanningTask(msgspec.Struct, frozen=True):
     In a round after results came in (observe, then plan on), `earlier` holds the steps run so
     far and `observations` their results: new steps follow them and may use their results.
     In a round after a step failed, `failed` holds the calls that failed (their errors are
-    among the observations): the round plans around them and does not make them again."""
+    among the observations): the round plans around them and does not make them again, and
+    adds at most `max_steps` steps (None: a plan's usual bound)."""
 
     request: str
     today: date
@@ -52,6 +53,7 @@ class PlanningTask(msgspec.Struct, frozen=True):
     earlier: tuple[Step, ...] = ()
     observations: tuple[Observation, ...] = ()
     failed: tuple[Step, ...] = ()
+    max_steps: int | None = None
 
 
 class AnswerTask(msgspec.Struct, frozen=True):

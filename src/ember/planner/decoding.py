@@ -96,15 +96,18 @@ class PlanDecoder:
         prompt: str | Sequence[int],
         on_step: Callable[[Step], None],
         on_first_token: Callable[[], None] | None = None,
+        *,
         earlier: Sequence[Step] = (),
         failed: Sequence[Step] = (),
+        max_steps: int = MAX_STEPS,
     ) -> list[Step]:
         """Append `prompt` (text, special tokens allowed, or tokens) to the context and decode
         a plan after it. `on_step` gets each step as soon as it is complete; `on_first_token`
         is called once, when the model has read the prompt. `earlier`: steps already run (a
         round of planning on: the prompt ends with them), which new steps follow and may use;
         only the new steps are returned. `failed`: calls that failed in this run (a round after
-        a failure), which are not made again."""
+        a failure), which are not made again; `max_steps`: at most this many new steps (at most
+        `MAX_STEPS`)."""
         cursor = self._cursor
         cursor.on_first_logits = on_first_token
         if isinstance(prompt, str):
@@ -113,7 +116,7 @@ class PlanDecoder:
             cursor.tokens.extend(prompt)
         steps: list[Step] = list(earlier)
         pushed = 0  # steps in a row the plan was made to go on for that used nothing given
-        while len(steps) < MAX_STEPS + len(earlier):
+        while len(steps) < min(max_steps, MAX_STEPS) + len(earlier):
             step_id = max((step.id for step in steps), default=0) + 1
             unused = self._unused(steps, {})
             names = [

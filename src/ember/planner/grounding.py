@@ -60,12 +60,22 @@ QUOTED = re.compile(r"(?<!\w)'([^']{2,})'(?!\w)|\"([^\"]{2,})\"|「([^」]+)」|
 PATH = re.compile(r"(?<![\w.])/[\w.-]+(?:/[\w.-]+)*\w")
 NUMERIC = re.compile(r"[0-9.]+$")
 PATH_PARAMETER = re.compile(r"\b(path|directory|folder)\b", re.IGNORECASE)
-PATH_NAME = re.compile(r"(?:\w+_)?(?:path|dir|directory|folder)", re.IGNORECASE)
+# A parameter named like a path (`path`, `folder`, `output_dir`, `report_folder`), not one
+# that only ends like one (`sort_dir`: a direction, `json_path`: an expression).
+PATH_NAME = re.compile(
+    r"(?:(?:file|input|output|out|target|source|dest|destination|base|root|work)_?)?"
+    r"(?:path|dir|directory|folder)|\w+_(?:folder|directory)",
+    re.IGNORECASE,
+)
 # A relative path as a request spells it: a name with a slash ("statements/", "out/ledger.csv")
 # or a file name with an extension ("acme.csv"); not part of an absolute path or a URL.
 RELATIVE_PATH = re.compile(
-    r"(?<![\w./:@~-])(?:(?:[\w.-]+/)+(?:[\w.-]*\w)?|[\w-]{2,}(?:\.[\w-]+)*\.[A-Za-z][A-Za-z0-9]{0,4}\b)"
+    r"(?<![\w./:@~-])(?:(?:[\w.-]+/)+(?:[\w.-]*\w)?"
+    r"|[\w-]+(?:\.[\w-]+)*\.(?:[a-z][a-z0-9]{0,4}|[A-Z][A-Z0-9]{1,4})\b)"
 )
+# Not paths, though spelled like one: domains, words joined by a slash ("and/or", "CEO/CFO",
+# "Q3/Q4"), dates ("2026/03/02"), abbreviations ("e.g", "Ph.D").
+_DOMAIN = re.compile(r"\.(?:com|org|net|io|dev|ai|co|edu|gov|uk|de|fr|eu)$", re.IGNORECASE)
 URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE)
 PATH_FIELD = re.compile(r"(path|file|dir|folder)", re.IGNORECASE)
 NUMBER = re.compile(r"(?<![\w.,:/-])[0-9]+(?:,[0-9]{3})*(?:\.[0-9]+)?(?![\w:/]|-[0-9]|[.,][0-9])")
@@ -283,27 +293,48 @@ def relative_paths(request: str) -> list[str]:
     after a folder also as a path inside that folder ("statements/ (acme.csv, borealis.xlsx)":
     `statements/acme.csv`): tools resolve a bare name against their root, not the folder."""
     rest = PATH.sub(" ", EMAIL.sub(" ", URL.sub(" ", request)))
-    found = list(dict.fromkeys(RELATIVE_PATH.findall(rest)))
+    found = [path for path in dict.fromkeys(RELATIVE_PATH.findall(rest)) if _path_like(path)]
     folders = [path for path in found if path.endswith("/")]
     names = [path for path in found if "/" not in path]
     return found + [folder + name for folder in folders for name in names]
 
 
+def _path_like(text: str) -> bool:
+    """Whether a span `RELATIVE_PATH` found is a path (see `_DOMAIN`): a folder ("out/"), a
+    file with its extension ("acme.csv", at least four characters), or names joined by
+    slashes of which one is a lower-case word of four letters or more ("out/competitors")."""
+    if "/" not in text:
+        return len(text) >= 4 and not _DOMAIN.search(text)
+    if text.endswith("/") or re.search(r"\.[A-Za-z][A-Za-z0-9]{0,4}$", text):
+        return not _DOMAIN.search(text.rstrip("/"))
+    return any(re.fullmatch(r"[a-z][\w.-]{3,}", part) for part in text.split("/"))
+
+
 def _emails_marked(tool: ToolDescriptor) -> ToolDescriptor:
-    """`tool` with each text parameter whose pattern requires an "@" marked `format: email`:
-    an address is grounded as one whether its schema says so by format or by pattern."""
+    """`tool` with each text parameter whose pattern takes an address and not a plain word
+    marked `format: email`: an address is grounded as one whether its schema says so by
+    format or by pattern (not `^[^@]+$`, nor a handle's `^@[a-z]+$`)."""
     props = tool.parameters.get("properties", {})
     marked = {
         name: {**schema, "format": "email"}
-        if schema.get("type") == "string"
-        and "format" not in schema
-        and "@" in schema.get("pattern", "")
+        if schema.get("type") == "string" and "format" not in schema and _takes_addresses(schema)
         else schema
         for name, schema in props.items()
     }
     if marked == props:
         return tool
     return msgspec.structs.replace(tool, parameters={**tool.parameters, "properties": marked})
+
+
+def _takes_addresses(schema: dict[str, Any]) -> bool:
+    pattern = schema.get("pattern", "")
+    if "@" not in pattern:
+        return False
+    try:
+        compiled = re.compile(pattern)
+    except re.error:
+        return False
+    return bool(compiled.search("ann.lee@example.com")) and not compiled.search("ann")
 
 
 def calendar_dates(today: date) -> list[str]:

@@ -23,7 +23,7 @@ from ember.errors import ModelError, PlannerError
 from ember.plan import Step
 from ember.planner.answering import build_answer_prompt, write_answer
 from ember.planner.base import AnswerTask, FirstToken, PlanEvent, PlanningTask
-from ember.planner.decoding import RULES, PlanDecoder
+from ember.planner.decoding import MAX_STEPS, RULES, PlanDecoder
 from ember.planner.grounding import Grounds
 from ember.planner.models import cache_dir, resolve_model, shipped_model
 from ember.planner.prompt import build_dated, build_prefix, build_request, build_round
@@ -336,6 +336,7 @@ class LlamaPlanner:
                     on_first_token=lambda: emit(FirstToken()),
                     earlier=task.earlier if round_ else (),
                     failed=task.failed if round_ else (),
+                    max_steps=task.max_steps or MAX_STEPS,
                 )
             finally:
                 self._kv_end = llm.n_tokens
