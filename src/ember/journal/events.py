@@ -2,7 +2,8 @@
 
 ```
 run.started    the task, the planner, today's date, the owning process
-plan.step      a step as the planner emitted it
+plan.step      a step as the planner emitted it (the first of a round after a failure: the
+               steps it sets aside)
 plan.done      the planner finished: the recorded steps are the whole plan
 step.intent    written and durable BEFORE the tool is called, with the idempotency key
 step.job       an async tool accepted the call: the job handle to re-attach to after a crash
