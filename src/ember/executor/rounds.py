@@ -21,7 +21,6 @@ and `answer` sequence the planner's calls and the journal's records for `Runtime
 
 from __future__ import annotations
 
-import functools
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from datetime import date
 from typing import Any, Protocol
@@ -179,40 +178,32 @@ async def plan_on(
         offset = max(execution.steps, default=0) - last_kept
         before = len(execution.steps)
         stream = renumbered(planner.plan_on(planning), offset, above=last_kept)
-        # The round is journaled as soon as it is planned, before its steps finish: a run
-        # resumed while they ran replays them and does not ask the model again.
-        record = functools.partial(_observed, runtime, execution.run_id, number)
-        recorded: list[int] = []
-        outcome = await execution.execute(
-            _then(_at_most(stream, len(aside) + 1) if aside else stream, recorded, record)
-        )
+        if planning.max_steps is not None:  # the decoder stops there; any planner is cut there
+            stream = _at_most(stream, planning.max_steps)
+        outcome = await execution.execute(_journaled(stream, runtime, execution.run_id, number))
         added = len(execution.steps) - before
         if not added and aside:  # nothing took their place: the failure stands
             execution.set_aside(aside, False)
             outcome = execution.outcome()
-        if not recorded:  # the planner failed part-way
-            record(added)
         if not added:
             break
     return outcome
 
 
-def _observed(runtime: Host, run_id: str, number: int, added: int) -> None:
-    """Journal round `number` and the steps it added (what it set aside is recorded with the
-    first of them, `PlanStep.supersedes`)."""
-    runtime.journal.append_soon(PlanObserved(run_id, runtime.wall(), number, added))
-
-
-async def _then(
-    plan: AsyncIterator[PlanEvent], done: list[int], on_end: Callable[[int], None]
+async def _journaled(
+    plan: AsyncIterator[PlanEvent], runtime: Host, run_id: str, number: int
 ) -> AsyncIterator[PlanEvent]:
-    """`plan`, then `on_end(steps)` once it is complete (noted in `done`)."""
-    steps = 0
-    async for item in plan:
-        steps += not isinstance(item, FirstToken)
-        yield item
-    done.append(steps)
-    on_end(steps)
+    """`plan`, then round `number` journaled with the steps it added, as soon as it is planned
+    (before its steps finish: a run resumed while they ran replays them and does not ask the
+    model again) or as far as it got. What it set aside is recorded with the first of its
+    steps (`PlanStep.supersedes`)."""
+    added = 0
+    try:
+        async for item in plan:
+            added += not isinstance(item, FirstToken)
+            yield item
+    finally:
+        runtime.journal.append_soon(PlanObserved(run_id, runtime.wall(), number, added))
 
 
 async def answer(
