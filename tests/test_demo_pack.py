@@ -123,3 +123,27 @@ def test_unknown_things_are_clear_errors(registry: ToolRegistry) -> None:
         call(registry, "book_hotel", hotel_id="H-XYZ-09", check_in="2026-03-03", nights=1)
     with pytest.raises(ToolCallError, match="no customer"):
         call(registry, "lookup_customer", customer_id="C-0")
+
+
+def _open_world(folder: str) -> None:
+    from pathlib import Path
+
+    from ember.tools.demo import demo_registry
+
+    demo_registry(DemoWorld(Path(folder)))
+
+
+def test_two_processes_opening_one_new_world_at_once_both_open_it(tmp_path: Any) -> None:
+    """Two `ember serve` behind a load balancer start on one demo world: SQLite answered
+    "database is locked" to one of them about once in twenty starts (its WAL switch)."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    for attempt in range(12):
+        folder = str(tmp_path / f"world-{attempt}")
+        processes = [context.Process(target=_open_world, args=(folder,)) for _ in range(2)]
+        for process in processes:
+            process.start()
+        for process in processes:
+            process.join(60)
+        assert [p.exitcode for p in processes] == [0, 0], f"attempt {attempt}"

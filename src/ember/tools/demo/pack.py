@@ -154,7 +154,7 @@ class DemoWorld:
                 db = sqlite3.connect(f"file:{self._db_path}?mode=ro", uri=True)
             else:
                 db = sqlite3.connect(self._db_path, timeout=10, isolation_level=None)
-                db.execute("PRAGMA journal_mode=WAL")
+                _write_ahead(db)
             self._local.__dict__[key] = db
         with db:
             yield db
@@ -417,3 +417,18 @@ def _parse_date(tool: str, value: str) -> date:
         return date.fromisoformat(value)
     except ValueError:
         raise ToolCallError(tool, f"date {value!r} must be a real date, YYYY-MM-DD") from None
+
+
+def _write_ahead(db: sqlite3.Connection, wait_s: float = 30.0) -> None:
+    """Switch `db` to WAL. Two processes opening a new world at once (two `ember serve` behind
+    a load balancer) can each find the other holding the file: SQLite then answers "database
+    is locked" at once in some lock orders, without its busy timeout; try again for a while."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
