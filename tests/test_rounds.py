@@ -11,6 +11,7 @@ from pathlib import Path
 from ember import Runtime, SQLiteJournal, ToolRegistry, tool
 from ember.journal import (
     Decision,
+    Event,
     PlanObserved,
     PlanStep,
     RunStatus,
@@ -94,6 +95,18 @@ def test_rounds_are_bounded(registry: ToolRegistry) -> None:
     assert len(asyncio.run(off.run(TODO, today=TODAY)).steps) == 1
 
 
+def _journal_of(path: Path, events: list[Event]) -> SQLiteJournal:
+    """A journal holding `events`: what a crash left of a run."""
+    journal = SQLiteJournal(path)
+
+    async def copy() -> None:
+        for event in events:
+            await journal.append(event)
+
+    asyncio.run(copy())
+    return journal
+
+
 def test_a_resumed_run_replays_its_rounds_without_asking_the_model(
     registry: ToolRegistry, tmp_path: Path
 ) -> None:
@@ -102,13 +115,7 @@ def test_a_resumed_run_replays_its_rounds_without_asking_the_model(
     asyncio.run(Runtime(registry, first, journal).run(TODO, today=TODAY, run_id="r-1"))
     events = journal.read("r-1")[:-1]  # cut before run.done: as a crash would leave it
     journal.close()
-    crashed = SQLiteJournal(tmp_path / "crashed.db")
-
-    async def copy() -> None:
-        for event in events:
-            await crashed.append(event)
-
-    asyncio.run(copy())
+    crashed = _journal_of(tmp_path / "crashed.db", events)
     again = FakeModelPlanner({TODO: "done"}, rounds={TODO: "done"})
     resumed = asyncio.run(Runtime(registry, again, crashed).resume("r-1"))
     assert resumed.status is RunStatus.SUCCEEDED
@@ -240,13 +247,7 @@ def test_a_run_resumed_while_a_rounds_steps_ran_does_not_ask_the_model_again(
         for e in events[: observed + 1]
         if getattr(e, "step_id", None) != 4 or isinstance(e, PlanStep)
     ]
-    crashed = SQLiteJournal(tmp_path / "crashed.db")
-
-    async def copy() -> None:
-        for event in kept:
-            await crashed.append(event)
-
-    asyncio.run(copy())
+    crashed = _journal_of(tmp_path / "crashed.db", kept)
     again = FakeModelPlanner({FEE: "done"}, rounds={FEE: "done"})
     resumed = asyncio.run(Runtime(registry, again, crashed).resume("r-1"))
     assert again.calls == {}
