@@ -120,14 +120,35 @@ def _worker(
 
 
 def _until(
-    condition: Callable[[], bool], what: str, timeout: float = 90.0, log: Path | None = None
+    condition: Callable[[], bool],
+    what: str,
+    timeout: float = 90.0,
+    log: Path | None = None,
+    db: str | None = None,
 ) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
             said = log.read_text()[-3000:] if log is not None else ""
-            raise AssertionError(f"gave up waiting: {what}; {said}")
+            raise AssertionError(f"gave up waiting: {what}; {said}{_sessions(db)}")
         time.sleep(0.05)
+
+
+def _sessions(url: str | None) -> str:
+    """The database's other sessions and the locks they wait for: what a stuck worker waits on."""
+    if url is None:
+        return ""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        sessions = conn.execute(
+            "SELECT pid, state, wait_event_type, wait_event, now() - xact_start, left(query, 120) "
+            "FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchall()
+        waiting = conn.execute(
+            "SELECT pid, locktype, relation::regclass, mode FROM pg_locks WHERE NOT granted"
+        ).fetchall()
+    return "\nsessions: " + "\n  ".join(map(str, sessions)) + f"\nlocks waited for: {waiting}"
 
 
 def cluster_dir(root: Path, steps: int) -> Path:
@@ -160,7 +181,7 @@ def test_a_frozen_worker_is_fenced_after_another_takes_its_run_over(
             state = asyncio.run(leases.state("r-frozen"))
             return state is not None and state[0] == "done"
 
-        _until(done, "the second worker to finish the run")
+        _until(done, "the second worker to finish the run", log=second_log, db=postgres_db)
         first.send_signal(signal.SIGCONT)  # it wakes and carries on where it was
         # refused by the fence; or, if it was frozen inside a commit, its session was ended by
         # the server (idle in transaction) so that its run could be taken over
