@@ -116,6 +116,16 @@ def test_sql_is_read_only(registry: ToolRegistry) -> None:
     assert call(registry, "query_sql", sql="SELECT count(*) FROM customers")["rows"][0][0] == 11
 
 
+def test_sql_naming_a_missing_column_is_told_the_company_tables(registry: ToolRegistry) -> None:
+    with pytest.raises(ToolCallError) as caught:
+        call(registry, "query_sql", sql="SELECT SUM(total) FROM orders")
+    error = str(caught.value)
+    assert "no such column: total" in error
+    assert "orders(order_id, customer_id, order_date, amount, currency, status)" in error
+    assert "customers(customer_id, name, email, tier, country, signup_date)" in error
+    assert "effects" not in error  # the world's own bookkeeping is not the company's
+
+
 def test_unknown_things_are_clear_errors(registry: ToolRegistry) -> None:
     with pytest.raises(ToolCallError, match="no hotel data for 'Atlantis'"):
         call(registry, "search_hotels", city="Atlantis", check_in="2026-03-03", nights=1)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ember.config import Packs, SqlPack
-from ember.errors import UserError
+from ember.errors import ToolCallError, UserError
 from ember.tools.packs.sql import SqlTools
 
 from .packs_support import failure, packs_registry
@@ -96,6 +96,21 @@ def test_a_write_is_refused_by_the_database_itself(url: str, tmp_path: Path) -> 
         assert "refused the query" in error, error
     count = SqlTools(SqlPack(databases={"db": url})).sql_query("db", "SELECT count(*) FROM items")
     assert count["rows"] == [[7]]
+
+
+def test_a_query_naming_what_does_not_exist_is_told_the_tables(url: str) -> None:
+    """So that the query can be written again from the error (by the planner's next round)."""
+    sql = SqlTools(SqlPack(databases={"db": url}))
+    for query in ("SELECT price_total FROM items", "SELECT * FROM invoices"):
+        with pytest.raises(ToolCallError) as caught:
+            sql.sql_query("db", query)
+        error = str(caught.value)
+        assert "refused the query" in error
+        assert "the tables: items(id " in error, error
+        assert ", name " in error
+    with pytest.raises(ToolCallError) as caught:  # not a name: no tables
+        sql.sql_query("db", "SELECT FROM WHERE")
+    assert "the tables" not in str(caught.value)
 
 
 def test_postgres_refuses_a_second_statement_that_would_leave_read_only(

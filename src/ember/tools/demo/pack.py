@@ -28,6 +28,7 @@ import msgspec
 from ember.errors import ToolCallError
 from ember.tools.demo import data
 from ember.tools.descriptor import ExecutionMode, ToolDescriptor
+from ember.tools.packs.sql import names_a_table, tables_text
 from ember.tools.registry import ToolRegistry
 from ember.tools.timers import register_timers
 from ember.tools.transport import InprocTransport, ToolResult, Transport
@@ -362,7 +363,10 @@ class DemoWorld:
                 columns = [column[0] for column in cursor.description or ()]
                 rows = [list(row) for row in cursor.fetchmany(1000)]
             except sqlite3.Error as exc:
-                raise ToolCallError("query_sql", f"SQL error: {exc}") from None
+                message = f"SQL error: {exc}"
+                if names_a_table(message):
+                    message += f"; {tables_text(_company_tables(db))}"
+                raise ToolCallError("query_sql", message) from None
         return {"columns": columns, "rows": rows}
 
     def summarize_text(self, text: str, max_words: int | None = None) -> dict[str, Any]:
@@ -417,6 +421,14 @@ def _parse_date(tool: str, value: str) -> date:
         return date.fromisoformat(value)
     except ValueError:
         raise ToolCallError(tool, f"date {value!r} must be a real date, YYYY-MM-DD") from None
+
+
+def _company_tables(db: sqlite3.Connection) -> dict[str, list[str]]:
+    """The tables `query_sql` is for (the catalogue describes these) and their columns."""
+    return {
+        table: [row[1] for row in db.execute(f"PRAGMA table_info({table})")]
+        for table in ("customers", "orders")
+    }
 
 
 def _write_ahead(db: sqlite3.Connection, wait_s: float = 30.0) -> None:

@@ -19,11 +19,12 @@ from __future__ import annotations
 import base64
 import datetime
 import decimal
+import re
 import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
@@ -34,7 +35,7 @@ from ember.config import SqlPack
 from ember.errors import ToolCallError, UserError
 from ember.tools.decorator import ToolFunction, tool
 
-__all__ = ["SqlTools"]
+__all__ = ["SqlTools", "names_a_table", "tables_text"]
 
 SCHEMA_SQL = (
     "SELECT table_name, column_name, data_type FROM information_schema.columns WHERE "
@@ -140,9 +141,33 @@ class SqlTools:
             raise
         except Exception as exc:
             message = " ".join(str(exc).split())
+            if tool == "sql_query" and names_a_table(message):
+                message += f"; {self._tables(database)}"
             raise ToolCallError(
                 tool, f"database {database!r} ({kind}) refused the query: {message}"
             ) from None
+
+    def _tables(self, database: str) -> str:
+        """What the database holds, for an error that named something it does not hold."""
+        try:
+            schema = self.sql_schema(database)
+        except ToolCallError:
+            return "its tables could not be listed"
+        return tables_text({table["name"]: table["columns"] for table in schema["tables"]})
+
+
+def names_a_table(error: str) -> bool:
+    """Whether a database's error is about a table or a column (one missing, mostly), as
+    SQLite, DuckDB and PostgreSQL word it."""
+    return re.search(r"\b(column|table|relation)\b", error, re.I) is not None
+
+
+def tables_text(tables: Mapping[str, Sequence[str]], limit: int = 1500) -> str:
+    """The tables and their columns, for an error message: a query that named a column or a
+    table that does not exist can be written again from it (by a person, or by the planner
+    in the round after a failed step)."""
+    text = "; ".join(f"{name}({', '.join(columns)})" for name, columns in tables.items())
+    return "the tables: " + (text if len(text) <= limit else text[: limit - 3] + "...")
 
 
 def _kind(name: str, url: str) -> str:
