@@ -33,7 +33,7 @@ def test_the_set_has_forty_tasks_of_five_kinds_and_a_held_out_part() -> None:
     assert {t["catalogue"] for t in tasks} == {"demo", "packs"}
 
 
-def test_a_right_plan_passes_and_a_wrong_one_fails_on_the_effects_it_left() -> None:
+def test_a_right_plan_passes_and_a_wrong_one_fails_on_the_effects_it_left(tmp_path: Path) -> None:
     tasks = {t["id"]: t for t in load_tasks(TASKS)}
     chosen = [tasks["act-03"], tasks["pick-08"]]
     right = ScriptedPlanner(
@@ -62,7 +62,7 @@ def test_a_right_plan_passes_and_a_wrong_one_fails_on_the_effects_it_left() -> N
             ),
         }
     )
-    summary = asyncio.run(evaluate_answers(right, chosen, progress=lambda _: None))
+    summary = asyncio.run(evaluate_answers(right, chosen, progress=lambda _: None, work=tmp_path))
     assert summary["all"] == {"passed": 2, "n": 2, "rate": 1.0}
     wrong = ScriptedPlanner(
         {
@@ -80,7 +80,7 @@ def test_a_right_plan_passes_and_a_wrong_one_fails_on_the_effects_it_left() -> N
             ),
         }
     )
-    failed = asyncio.run(evaluate_answers(wrong, chosen, progress=lambda _: None))
+    failed = asyncio.run(evaluate_answers(wrong, chosen, progress=lambda _: None, work=tmp_path))
     assert failed["all"]["passed"] == 0
     reasons = [reason for outcome in failed["tasks"] for reason in outcome["failed"]]
     assert "no message to tom.keller@keller-bau.de with ['delayed']" in reasons

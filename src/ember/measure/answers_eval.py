@@ -20,20 +20,24 @@ Tasks carry a `split`: `dev`, or `heldout` (kept aside: reported, never tuned on
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email
 import email.policy
+import fcntl
 import json
 import re
+import shutil
 import sqlite3
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import date
 from pathlib import Path
 from typing import Any
 
 from ember.config import FilesPack, MailPack, Packs, SqlPack
+from ember.errors import UserError
 from ember.executor import RunResult, Runtime, StepReport
 from ember.journal import SQLiteJournal
 from ember.planner.base import Planner
@@ -41,7 +45,7 @@ from ember.tools.demo import DemoWorld, demo_registry
 from ember.tools.packs import register_packs
 from ember.tools.registry import ToolRegistry
 
-__all__ = ["TODAY", "check_task", "evaluate_answers", "load_tasks"]
+__all__ = ["TODAY", "WORK", "check_task", "evaluate_answers", "load_tasks"]
 
 TODAY = date(2026, 3, 2)
 _NUMBER = re.compile(r"-?[0-9][0-9,]*(?:\.[0-9]+)?")
@@ -212,17 +216,43 @@ async def evaluate_answers(
     *,
     progress: Callable[[str], None] = print,
     timeout_s: float = 300.0,
+    work: Path | None = None,
 ) -> dict[str, Any]:
-    """Run every task (see the module docstring); the pass rate by split and by kind. A task
-    still running after `timeout_s` fails."""
+    """Run every task (see the module docstring) in the folder `work` (by default `WORK`, held
+    with a lock), emptied before each; the pass rate by split and by kind. A task still running
+    after `timeout_s` fails."""
     outcomes = []
-    for index, task in enumerate(tasks, start=1):
-        with tempfile.TemporaryDirectory(prefix="ember-answers-") as tmp:
-            outcome = await _run(task, planner, Path(tmp), timeout_s)
-        outcomes.append(outcome)
-        mark = "pass" if outcome["passed"] else "FAIL " + "; ".join(outcome["failed"])
-        progress(f"  {index}/{len(tasks)} {task['id']} ({outcome['seconds']} s): {mark}")
+    with contextlib.ExitStack() as held:
+        root = work if work is not None else held.enter_context(_workplace())
+        for index, task in enumerate(tasks, start=1):
+            shutil.rmtree(root / "task", ignore_errors=True)
+            (root / "task").mkdir(parents=True)
+            outcome = await _run(task, planner, root / "task", timeout_s)
+            shutil.rmtree(root / "task", ignore_errors=True)
+            outcomes.append(outcome)
+            mark = "pass" if outcome["passed"] else "FAIL " + "; ".join(outcome["failed"])
+            progress(f"  {index}/{len(tasks)} {task['id']} ({outcome['seconds']} s): {mark}")
     return {"tasks": outcomes, **_summary(outcomes)}
+
+
+# Where tasks run: the same path in every run, because a request that names a path in it
+# ({root}) is planned from that text, and a random folder name (ember-answers-52i3l77l)
+# changed the plan from one run to the next.
+WORK = Path(tempfile.gettempdir()) / "ember-answers"
+
+
+@contextlib.contextmanager
+def _workplace() -> Iterator[Path]:
+    """`WORK`, locked for this evaluation: a second one at once is refused, not mixed in."""
+    WORK.mkdir(parents=True, exist_ok=True)
+    with (WORK / ".lock").open("w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise UserError(
+                f"another `ember eval answers` is running in {WORK}: wait for it to finish"
+            ) from None
+        yield WORK
 
 
 def _summary(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
