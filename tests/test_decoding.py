@@ -117,10 +117,11 @@ def plan(
     earlier: Sequence[Step] = (),
     prompt_extra: str = "",
     failed: Sequence[Step] = (),
+    off: frozenset[str] = frozenset(),
 ) -> list[Step]:
     """The steps the decoder lets a model that wishes `wish` write for `request` (after
     `earlier` steps, which the wish repeats, in a round of planning on; `failed`: calls that
-    failed before it)."""
+    failed before it; `off`: rules switched off)."""
     model = WishfulModel(wish)
     decoder = PlanDecoder(
         model,
@@ -129,6 +130,7 @@ def plan(
         today=TODAY,
         request=request,
         abstain=abstain,
+        off=off,
     )
     so_far = "".join(f"{render_step(step)}\n" for step in earlier)
     prompt = f"Request: {request}\n{prompt_extra}{PLAN}{so_far}"
@@ -568,6 +570,34 @@ def test_an_optional_choice_the_request_never_states_is_left_out() -> None:
         catalogue=OPS,
     )
     assert habit[0].args == {"team": "payments"}
+
+
+SEARCH = _tool(
+    "search_files",
+    {
+        "directory": {"type": "string"},
+        "text": {"type": "string"},
+        "pattern": {"type": "string", "description": 'Only names matching this glob, e.g. "*.md".'},
+        "note": {"type": "string"},
+    },
+    ["directory", "text"],
+)
+
+
+def test_an_optional_short_text_the_request_never_says_is_left_out() -> None:
+    wish = '1. search_files(directory="/srv/data", text="ACME", pattern=".*")\ndone'
+    habit = plan("Search /srv/data for files that mention ACME", wish, catalogue=(SEARCH,))
+    assert habit[0].args == {"directory": "/srv/data", "text": "ACME"}
+    glob = '1. search_files(directory="/srv/data", text="ACME", pattern="*.pdf")\ndone'
+    asked = plan("Search the PDF files in /srv/data for ACME", glob, catalogue=(SEARCH,))
+    assert asked[0].args["pattern"] == "*.pdf"  # each of its words is the request's
+    off = plan(
+        "Search /srv/data for ACME", wish, catalogue=(SEARCH,), off=frozenset({"optional-text"})
+    )
+    assert off[0].args["pattern"] == ".*"
+    long = '1. search_files(directory="/srv/data", text="ACME", note="asked by the finance team")\n'
+    composed = plan("Search /srv/data for ACME", long, catalogue=(SEARCH,))
+    assert composed[0].args["note"] == "asked by the finance team"  # the model's to compose
 
 
 def test_a_numeric_id_the_user_gives_is_taken_as_a_number() -> None:

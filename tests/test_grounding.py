@@ -118,3 +118,13 @@ def test_a_whole_result_is_offered_where_a_parameter_takes_such_objects() -> Non
     statements = rules.tools["docs_slide_outline"].parameters["properties"]["statements"]
     assert rules.references(statements["items"], [figures]) == ["1"]  # `$1`, not `$1.evidence`
     assert unsupported(figures, rules.tools["docs_financials"], COMPETITORS) == []
+
+
+def test_an_optional_glob_nobody_asked_for_is_left_out_of_a_plan_made_elsewhere() -> None:
+    rules = Grounds(PACKS, "Search /srv/data for files that mention ACME", TODAY)
+    search = {"directory": "/srv/data", "text": "ACME"}
+    habit = Step(1, "files_search", {**search, "pattern": ".*"})
+    assert rules.repair(habit, []) == Step(1, "files_search", search)
+    asked = Grounds(PACKS, "Search the md files in /srv/data for ACME", TODAY)
+    glob = Step(1, "files_search", {**search, "pattern": "*.md"})
+    assert asked.repair(glob, []) == glob

@@ -42,8 +42,17 @@ MAX_STEPS = 12
 # Rules that can be switched off (`PlanDecoder(off=...)`), to measure what each one buys:
 # the bound on steps a plan is made to go on for, the schema constraints of unseen catalogues
 # (stated choices, pattern spans, numeric ids, unoffered options), dates among those the
-# request names, numbers in words or units, and the check of a first call made in doubt.
-RULES = ("push-bound", "schema", "named-dates", "numbers", "doubt-check", "for-each")
+# request names, numbers in words or units, the check of a first call made in doubt, steps
+# over lists, and optional short texts the request does not say (a habitual glob "*.pdf").
+RULES = (
+    "push-bound",
+    "schema",
+    "named-dates",
+    "numbers",
+    "doubt-check",
+    "for-each",
+    "optional-text",
+)
 _TEXT_TOKENS = 120  # longest free text, in tokens
 _SHORT_TOKENS = 16  # longest date, code, time or number
 _MAX_ITEMS = 8  # longest list argument
@@ -342,7 +351,7 @@ class PlanDecoder:
                 if grounding.breaks_pattern(props[name], value):
                     if name in required:
                         raise _Ungrounded  # a value its tool would refuse ("#" missing)
-                elif name in required or not self._grounds.unstated(props[name], value, self._off):
+                elif name in required or not self._grounds.unsaid(props[name], value, self._off):
                     args[name] = value  # an optional number or choice never said: left out
             else:
                 args[name] = self._identifier(

@@ -209,6 +209,22 @@ def states(request: str, value: str) -> bool:
     return bool(words) and all(re.search(rf"\b{re.escape(word)}", text) for word in words)
 
 
+def _free_text(schema: dict[str, Any]) -> bool:
+    """A string parameter that takes any text: no choices, no pattern, no format."""
+    return value_kind(schema) == "text" and not {"pattern", "format", "enum"} & set(schema)
+
+
+def _says_text(request: str, value: str) -> bool:
+    """Whether a short free text is the request's: each of its words is one of the request's
+    (a longer text, a reference or a text citing results is taken as the model's to write).
+    A value without a word (".*") is no one's."""
+    if "$" in value or len(value.split()) > 3:
+        return True
+    words = re.findall(r"\w+", value.casefold())
+    said = set(re.findall(r"\w+", request.casefold()))
+    return bool(words) and all(word in said for word in words)
+
+
 def spans_matching(request: str, schema: dict[str, Any]) -> list[str]:
     """The words of the request (also the parts of a hyphenated or slashed one) that a string
     parameter's `pattern` accepts, when the pattern is selective: it rejects most of the
@@ -408,6 +424,15 @@ class Grounds:
             return False
         return value not in self.stated
 
+    def unsaid(self, schema: dict[str, Any], value: Any, off: frozenset[str] = frozenset()) -> bool:
+        """An optional value the request does not state (`unstated`), or a short free text
+        (three words at most, no pattern or format to hold it) whose words the request does not
+        say: options the model adds from habit ("pattern": "*.pdf", ".*"). A longer text is
+        the model's to compose; a reference comes from a result."""
+        if isinstance(value, str) and _free_text(schema):
+            return "optional-text" not in off and not _says_text(self.request, value)
+        return self.unstated(schema, value, off)
+
     def options(
         self,
         tool: str,
@@ -532,6 +557,8 @@ class Grounds:
             if not self._fits(schema, value, options):
                 if name in required:
                     return None
+                continue
+            if name not in required and options is None and self.unsaid(schema, value):
                 continue
             args[name] = value
         return msgspec.structs.replace(step, args=args)
