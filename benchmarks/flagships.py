@@ -1,5 +1,6 @@
-"""The flagship workflows of examples/ end to end with the scripted planner: each run's L1-L4,
-in one process, a fresh work folder per run (the embedded model's rows come later)."""
+"""The flagship workflows of examples/ end to end: each run's L1-L4, in one process, a fresh
+work folder per run, planned by the scripted planner (the flagship's plan.json) or by the
+embedded model (`planner="llama"`: the competitor analysis, the one it plans right today)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,14 @@ KEYS = ("l1_ttft", "l1_plan", "l2_overhead", "l3_persist", "l4_e2e")
 Samples = list[float]
 
 
-def flagship_layers(n: int, *, name: str) -> dict[str, Samples]:
+def flagship_layers(n: int, *, name: str, planner: str = "scripted") -> dict[str, Samples]:
     series: dict[str, Samples] = {key: [] for key in KEYS}
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         build = _builder(name, stack)
         for index in range(max(1, n)):
-            result = build(Path(tmp) / str(index)).run()
+            run = build(Path(tmp) / str(index))
+            run.planner = planner
+            result = run.run()
             if result.status.value != "succeeded":
                 raise RuntimeError(f"{name}: run {result.run_id} {result.status}: {result.error}")
             for key in KEYS:

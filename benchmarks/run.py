@@ -222,6 +222,14 @@ SUITES: dict[str, list[Row]] = {
                 ("plc_watch", 2),
             )
         ),
+        # the one flagship the embedded model plans right (evals/planner/FLAGSHIPS.md)
+        Row(
+            "flagship.competitors.llama",
+            "flagship_layers",
+            None,
+            3,
+            {"name": "competitors", "planner": "llama", "_warmup": False},
+        ),
         Row("travel.llama", "run_layers", None, 5, {"planner": "llama", "_warmup": False}),
         Row(
             "travel.llama.shape_known",
