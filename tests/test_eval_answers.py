@@ -85,3 +85,28 @@ def test_a_right_plan_passes_and_a_wrong_one_fails_on_the_effects_it_left(tmp_pa
     reasons = [reason for outcome in failed["tasks"] for reason in outcome["failed"]]
     assert "no message to tom.keller@keller-bau.de with ['delayed']" in reasons
     assert any(reason.startswith("no book_hotel with") for reason in reasons)
+
+
+def test_each_effect_asked_for_is_an_effect_of_its_own(tmp_path: Path) -> None:
+    """fan-08 asks for an event per to-do item: one event titled with all three is not three."""
+    task = {t["id"]: t for t in load_tasks(TASKS)}["fan-08"]
+
+    def events(*titles: str) -> Plan:
+        return Plan(
+            [
+                Step(n, "create_calendar_event", {"title": title, "date": "2026-03-09"})
+                for n, title in enumerate(titles, start=1)
+            ]
+        )
+
+    one = ScriptedPlanner({task["request"]: events("renew passport, call the plumber, Porto")})
+    lumped = asyncio.run(evaluate_answers(one, [task], progress=lambda _: None, work=tmp_path))
+    assert lumped["tasks"][0]["failed"] == [
+        "no create_calendar_event with {'title': 'plumber'}",
+        "no create_calendar_event with {'title': 'Porto'}",
+    ]
+    three = ScriptedPlanner(
+        {task["request"]: events("renew passport", "call the plumber", "book flights to Porto")}
+    )
+    each = asyncio.run(evaluate_answers(three, [task], progress=lambda _: None, work=tmp_path))
+    assert each["all"]["passed"] == 1

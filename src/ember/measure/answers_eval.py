@@ -11,7 +11,8 @@ files, sql and mail packs over the same data (the files pack rooted in the demo'
   the answer states, thousands separators and trailing zeros aside);
 - `outbox`: for each entry, a sent message to `to` whose text holds each of `contains`;
   `outbox_count`: exactly this many messages sent;
-- `effects`: for each entry, a side effect of `tool` whose arguments hold each given value;
+- `effects`: for each entry, a side effect of `tool` whose arguments hold each given value,
+  a different one for each entry (one event titled "passport, plumber, Porto" is not three);
 - `files`: each path exists (in the sandbox) and holds each given text.
 
 Tasks carry a `split`: `dev`, or `heldout` (kept aside: reported, never tuned on).
@@ -128,13 +129,20 @@ def check_task(task: dict[str, Any], result: RunResult, work: _Work) -> list[str
     if "outbox_count" in task and len(messages) != task["outbox_count"]:
         failed.append(f"{len(messages)} messages sent, not {task['outbox_count']}")
     effects = work.effects()
-    for wanted in task.get("effects", []):
-        if not any(
-            tool == wanted["tool"]
-            and all(_has(str(args.get(k, "")), str(v)) for k, v in wanted["args"].items())
-            for tool, args in effects
-        ):
+    for wanted in task.get("effects", []):  # each by an effect of its own
+        match = next(
+            (
+                index
+                for index, (tool, args) in enumerate(effects)
+                if tool == wanted["tool"]
+                and all(_has(str(args.get(k, "")), str(v)) for k, v in wanted["args"].items())
+            ),
+            None,
+        )
+        if match is None:
             failed.append(f"no {wanted['tool']} with {wanted['args']}")
+        else:
+            del effects[match]
     for path, contains in task.get("files", {}).items():
         real = work.world.sandbox / path.lstrip("/")
         if not real.is_file():
