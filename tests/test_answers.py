@@ -8,10 +8,11 @@ import asyncio
 from datetime import date
 
 from ember import Runtime, SQLiteJournal, ToolRegistry
-from ember.executor.checking import check_answer, needs_answer
+from ember.executor.checking import check_answer
 from ember.journal import RunAnswered, RunStatus
 from ember.planner.answering import STOP, build_answer_prompt, write_answer
 from ember.planner.base import AnswerTask, Observation
+from ember.planner.grounding import needs_answer
 from ember.testing import MemoryJournal
 
 from .fake_planner import FakeModelPlanner

@@ -600,6 +600,23 @@ def test_an_optional_short_text_the_request_never_says_is_left_out() -> None:
     assert composed[0].args["note"] == "asked by the finance team"  # the model's to compose
 
 
+LISBON = '1. search_hotels(city="Lisbon", check_in="2026-03-10", nights=2)\n'
+BOOK = '2. book_hotel(hotel_id=$1.hotels.0.hotel_id, check_in="2026-03-10", nights=2)\ndone'
+
+
+def test_a_question_gets_no_step_that_acts_unless_it_names_the_action() -> None:
+    question = "What is the cheapest hotel in Lisbon for 2 nights from 2026-03-10?"
+    asked = plan(question, LISBON + BOOK)
+    assert "book_hotel" not in [step.tool for step in asked]  # to know is not to book
+    assert asked[0].tool == "search_hotels"
+    named = "What is the cheapest hotel in Lisbon for 2 nights from 2026-03-10? Book it."
+    assert [step.tool for step in plan(named, LISBON + BOOK)] == ["search_hotels", "book_hotel"]
+    action = "Can you book the cheapest hotel in Lisbon for 2 nights from 2026-03-10?"
+    assert [step.tool for step in plan(action, LISBON + BOOK)] == ["search_hotels", "book_hotel"]
+    off = plan(question, LISBON + BOOK, off=frozenset({"questions-read"}))
+    assert [step.tool for step in off] == ["search_hotels", "book_hotel"]
+
+
 def test_a_numeric_id_the_user_gives_is_taken_as_a_number() -> None:
     steps = plan(
         "Show me PR 388 in payments-api",

@@ -128,3 +128,15 @@ def test_an_optional_glob_nobody_asked_for_is_left_out_of_a_plan_made_elsewhere(
     asked = Grounds(PACKS, "Search the md files in /srv/data for ACME", TODAY)
     glob = Step(1, "files_search", {**search, "pattern": "*.md"})
     assert asked.repair(glob, []) == glob
+
+
+def test_a_plan_made_elsewhere_ends_before_an_action_a_question_did_not_ask_for() -> None:
+    search = Step(1, "search_hotels", {"city": "Lisbon", "check_in": "2026-03-10", "nights": 2})
+    book = Step(
+        2, "book_hotel", {"hotel_id": "$1.hotels.0.hotel_id", "check_in": "2026-03-10", "nights": 2}
+    )
+    question = grounds("Which hotel in Lisbon is cheapest for 2 nights from 2026-03-10?")
+    assert question.repair(search, []) == search
+    assert question.repair(book, [search]) is None
+    asked = grounds("Book the cheapest hotel in Lisbon for 2 nights from 2026-03-10")
+    assert asked.repair(book, [search]) == book

@@ -31,6 +31,9 @@ def test_an_sdk_servers_tools_run_in_ember() -> None:
         async with McpStdioTransport(sys.executable, [str(DATA / "mcp_server.py")]) as server:
             assert await register_remote(registry, server) == 2
             assert registry.get("multiply").source.startswith("mcp:")
+            # the server's readOnlyHint is the descriptor's read_only; unsaid stays unknown
+            assert registry.get("multiply").descriptor.read_only is True
+            assert registry.get("divide").descriptor.read_only is None
             plan = Plan(
                 [
                     Step(1, "multiply", {"a": 6, "b": 7}),

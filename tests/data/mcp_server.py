@@ -1,11 +1,12 @@
 """A tiny MCP server written with the official SDK, spoken to over stdio by the tests."""
 
 from mcp.server.mcpserver import MCPServer
+from mcp.types import ToolAnnotations
 
 server = MCPServer("calculator")
 
 
-@server.tool()
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
 def multiply(a: int, b: int) -> dict[str, int]:
     """Multiply two integers."""
     return {"product": a * b}

@@ -1,5 +1,5 @@
-"""Whether a request wants a written answer, and what a written answer states that the results
-and the request do not hold (pure: no I/O).
+"""What a written answer states that the results and the request do not hold (pure: no I/O);
+whether a request wants one is `ember.planner.grounding.needs_answer`.
 
 A model that writes an answer from results copies well but may still make a figure, a name or
 an id up. `check_answer` finds the numbers, dates, ids, email addresses and names an answer
@@ -15,20 +15,8 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-__all__ = ["check_answer", "needs_answer"]
+__all__ = ["check_answer"]
 
-_ASKS = re.compile(
-    r"^\s*(what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did|can|could"
-    r"|should|will|tell me|show me|give me|let me know|list|summari[sz]e|compare|explain|"
-    r"describe|find out|count|rank|outline|draft|write up|produce|prepare|analy[sz]e)\b",
-    re.IGNORECASE,
-)
-_TELL = re.compile(r"\b(tell me|show me|let me know|give me)\b", re.IGNORECASE)
-_DELIVERS = re.compile(
-    r"\b(e-?mail|send|save|write|store|post|book|create|schedule|move|mail)\b[^?]*"
-    r"\b(to|into|in|as)\s+(\S+@\S+|/\S+|\S+\.(txt|md|json|csv))",
-    re.IGNORECASE,
-)
 _EMAIL = re.compile(r"[^@\s\"'<>(),;:]+@[^@\s\"'<>(),;:]+\.[A-Za-z]{2,}")
 _DATE = re.compile(r"\b[0-9]{4}-[0-9]{2}-[0-9]{2}\b")
 _CODE = re.compile(r"\b(?=[\w-]*[A-Za-z])(?=[\w-]*[0-9])[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)+\b")
@@ -46,15 +34,6 @@ _COMMON = frozenset(
     however also overall if so as is are was were be has have had which who what when where
     why how""".split()  # noqa: SIM905 (a word list reads better as words)
 )
-
-
-def needs_answer(request: str) -> bool:
-    """Whether a request asks a question or for a written product (the answer is then written
-    by the model), rather than for actions whose record is the answer. A request that says
-    where the product goes (an address, a path, a file) asks for an action."""
-    if _DELIVERS.search(request):
-        return False
-    return "?" in request or bool(_ASKS.search(request) or _TELL.search(request))
 
 
 def check_answer(answer: str, request: str, results: Sequence[Any]) -> list[str]:

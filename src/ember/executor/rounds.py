@@ -26,7 +26,7 @@ from datetime import date
 from typing import Any, Protocol
 
 from ember.errors import ModelError, PlannerError
-from ember.executor.checking import check_answer, needs_answer
+from ember.executor.checking import check_answer
 from ember.executor.executor import RunExecution
 from ember.executor.resilience import ExecutionSettings
 from ember.executor.steps import Outcome, StepReport
@@ -42,6 +42,7 @@ from ember.planner.base import (
     PlanningTask,
     PlansOn,
 )
+from ember.planner.grounding import needs_answer
 from ember.telemetry.latency import LatencyRecorder
 from ember.tools.registry import ToolRegistry
 
@@ -217,7 +218,7 @@ async def answer(
     on_text: Callable[[str], None] | None,
 ) -> RunAnswered | None:
     """The answer the model writes from the results, checked against them and the request,
-    for a request that asks a question (`checking.needs_answer`); None where the template
+    for a request that asks a question (`grounding.needs_answer`); None where the template
     answer stands (an action-only request, no planner that answers, no result, a model
     error). A resumed run's recorded answer is not written again."""
     if execution.recorded is not None and execution.recorded.written is not None:

@@ -43,7 +43,8 @@ MAX_STEPS = 12
 # the bound on steps a plan is made to go on for, the schema constraints of unseen catalogues
 # (stated choices, pattern spans, numeric ids, unoffered options), dates among those the
 # request names, numbers in words or units, the check of a first call made in doubt, steps
-# over lists, and optional short texts the request does not say (a habitual glob "*.pdf").
+# over lists, optional short texts the request does not say (a habitual glob "*.pdf"), and
+# tools that act offered to a question that does not name their action.
 RULES = (
     "push-bound",
     "schema",
@@ -52,6 +53,7 @@ RULES = (
     "doubt-check",
     "for-each",
     "optional-text",
+    "questions-read",
 )
 _TEXT_TOKENS = 120  # longest free text, in tokens
 _SHORT_TOKENS = 16  # longest date, code, time or number
@@ -94,6 +96,14 @@ class PlanDecoder:
         spoken = "numbers" not in off
         self._grounds = grounding.Grounds(catalogue, request, today, spoken=spoken)
         self._tools = dict(self._grounds.tools)  # addresses marked as the grounds mark them
+        # tools that act, not offered to a request that only asks to know something
+        self._unasked = (
+            set()
+            if "questions-read" in off
+            else {
+                name for name, tool in self._tools.items() if grounding.acts_unasked(tool, request)
+            }
+        )
         self._request = request
         self._givens = grounding.givens(request, spoken=spoken)
         # Steps over lists are offered when the request asks for something done to each
@@ -133,6 +143,7 @@ class PlanDecoder:
                 for name in self._tools
                 if self._available(name, steps, unused)
                 and not self._only_again(name, steps, unused, failed)
+                and name not in self._unasked
             ]
             # A plan begun leaves nothing the user gave unused (an address, a path, a code, a
             # number): small models stop before the last action ("... and email it to X").
@@ -203,6 +214,7 @@ class PlanDecoder:
                 name
                 for name in self._tools
                 if name != ITEM_TOOL
+                and name not in self._unasked
                 and self._available(name, with_item, self._unused(with_item, {}))
             ]
             if not names:

@@ -32,6 +32,7 @@ __all__ = [
     "PATH_PARAMETER",
     "Given",
     "Grounds",
+    "acts_unasked",
     "asks_for_each",
     "breaks_pattern",
     "calendar_dates",
@@ -40,6 +41,7 @@ __all__ = [
     "is_identifier",
     "is_path",
     "named_dates",
+    "needs_answer",
     "reapplies",
     "relative_paths",
     "source_of",
@@ -94,6 +96,46 @@ def asks_for_each(request: str) -> bool:
     files") of several things: only then is a step over a list offered. Quoted text is what
     the request hands over, not what it asks ("shorten this: '... everyone must ...'")."""
     return bool(_QUANTIFIER.search(QUOTED.sub(" ", request)))
+
+
+_ASKS = re.compile(
+    r"^\s*(what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did|can|could"
+    r"|should|will|tell me|show me|give me|let me know|list|summari[sz]e|compare|explain|"
+    r"describe|find out|count|rank|outline|draft|write up|produce|prepare|analy[sz]e)\b",
+    re.IGNORECASE,
+)
+_TELL = re.compile(r"\b(tell me|show me|let me know|give me)\b", re.IGNORECASE)
+_DELIVERS = re.compile(
+    r"\b(e-?mail|send|save|write|store|post|book|create|schedule|move|mail)\b[^?]*"
+    r"\b(to|into|in|as)\s+(\S+@\S+|/\S+|\S+\.(txt|md|json|csv))",
+    re.IGNORECASE,
+)
+# A question that asks to know, not to have something done ("Can you book ...?" asks for an
+# action; "What is the cheapest hotel ...?" does not).
+_INQUIRES = re.compile(
+    r"^\W*(what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did)\b",
+    re.IGNORECASE,
+)
+
+
+def needs_answer(request: str) -> bool:
+    """Whether a request asks a question or for a written product (the answer is then written
+    by the model), rather than for actions whose record is the answer. A request that says
+    where the product goes (an address, a path, a file) asks for an action."""
+    if _DELIVERS.search(request):
+        return False
+    return "?" in request or bool(_ASKS.search(request) or _TELL.search(request))
+
+
+def acts_unasked(tool: ToolDescriptor, request: str) -> bool:
+    """Whether `tool` acts (it says it is not read-only: it books, sends, writes) and the
+    request only asks to know something: a question ("what", "which", "how", ...) that says
+    nowhere to deliver anything and does not name the tool's action (the first word of its
+    name: "book" for `book_hotel`). Small models book the cheapest hotel they were asked about."""
+    if tool.read_only is not False or not _INQUIRES.search(request) or _DELIVERS.search(request):
+        return False
+    action = tool.tool_name.split("_", 1)[0].casefold()
+    return action not in re.findall(r"\w+", request.casefold())
 
 
 def givens(request: str, *, spoken: bool = True) -> list[Given]:
@@ -513,10 +555,13 @@ class Grounds:
         grounded value must be one of its options, or the step needs a value nobody gave
         (None: the plan ends here, as the decoder ends it); an optional number or choice the
         request never states, or an optional value nothing grounds, is left out; a date must be
-        a real day, a currency code one that exists."""
+        a real day, a currency code one that exists; a tool that acts ends a plan for a request
+        that only asks to know something (`acts_unasked`)."""
         tool = self.tools.get(step.tool)
         if tool is None:
             return step  # unknown tools are the executor's to refuse, with its message
+        if acts_unasked(tool, self.request):
+            return None  # an action a question did not ask for: the plan ends here
         if step.each is not None:  # the item is an earlier result too, while it is judged
             items = self._items(step.each, earlier)
             if items is None:

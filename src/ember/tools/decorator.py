@@ -73,6 +73,7 @@ def tool(
     idempotent: bool = False,
     timeout_s: float | None = None,
     inline: bool = False,
+    read_only: bool | None = None,
 ) -> Callable[[Callable[..., Any]], ToolFunction]: ...
 
 
@@ -86,9 +87,11 @@ def tool(
     idempotent: bool = False,
     timeout_s: float | None = None,
     inline: bool = False,
+    read_only: bool | None = None,
 ) -> ToolFunction | Callable[[Callable[..., Any]], ToolFunction]:
     """Make `fn` a tool. `inline=True` runs a plain (non-async) function on the event loop:
-    only for functions that finish in microseconds; others run in the executor's thread pool."""
+    only for functions that finish in microseconds; others run in the executor's thread pool.
+    `read_only`: whether a call changes nothing (see `ToolDescriptor`)."""
 
     def wrap(target: Callable[..., Any]) -> ToolFunction:
         descriptor = describe_function(
@@ -98,6 +101,7 @@ def tool(
             risk=Risk(risk),
             idempotent=idempotent,
             timeout_s=timeout_s,
+            read_only=read_only,
         )
         return ToolFunction(target, descriptor, inline=inline)
 
@@ -112,6 +116,7 @@ def describe_function(
     risk: Risk = Risk.LOW,
     idempotent: bool = False,
     timeout_s: float | None = None,
+    read_only: bool | None = None,
 ) -> ToolDescriptor:
     """The descriptor of a typed function: see the module docstring."""
     tool_name = name or fn.__name__
@@ -160,6 +165,7 @@ def describe_function(
         risk=risk,
         idempotent=idempotent,
         timeout_s=timeout_s,
+        read_only=read_only,
     )
 
 

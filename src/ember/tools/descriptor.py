@@ -31,6 +31,10 @@ class ToolDescriptor(msgspec.Struct, frozen=True):
 
     `parameters` is a JSON Schema (draft 2020-12) object schema for the arguments; `returns`
     (optional) describes the result, and lets plans refer to its fields (`"$1.hotels.0.name"`).
+    `read_only`: True when a call changes nothing (a read, a search, a computation), False
+    when it acts (books, sends, writes), None when the tool does not say (MCP's
+    `readOnlyHint`); the planner offers a tool that acts to a question only when the request
+    names its action (docs/architecture.md).
     """
 
     tool_name: str
@@ -41,6 +45,7 @@ class ToolDescriptor(msgspec.Struct, frozen=True):
     risk: Risk = Risk.LOW
     idempotent: bool = False
     timeout_s: float | None = None
+    read_only: bool | None = None
 
     def __post_init__(self) -> None:
         if not self.tool_name.isidentifier():

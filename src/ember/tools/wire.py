@@ -74,6 +74,7 @@ def descriptor_to_mcp(descriptor: ToolDescriptor) -> dict[str, Any]:
         "annotations": {
             "idempotentHint": descriptor.idempotent,
             "destructiveHint": descriptor.risk == Risk.HIGH,
+            **({} if descriptor.read_only is None else {"readOnlyHint": descriptor.read_only}),
         },
         "_meta": {
             "ember/execution_mode": descriptor.execution_mode.value,
@@ -106,6 +107,7 @@ def descriptor_from_mcp(tool: dict[str, Any]) -> ToolDescriptor:
             "risk": meta.get("ember/risk")
             or (Risk.HIGH.value if annotations.get("destructiveHint") else Risk.LOW.value),
             "timeout_s": meta.get("ember/timeout_s"),
+            "read_only": annotations.get("readOnlyHint"),
         },
         ToolDescriptor,
     )

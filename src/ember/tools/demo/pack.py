@@ -47,11 +47,24 @@ CREATE TABLE IF NOT EXISTS effects(idempotency_key TEXT PRIMARY KEY, tool TEXT N
 """
 
 
+# The demo tools that act on the world (a booking, a mail, an event, a file, a report); the
+# others read or compute. The planner task set's catalog.json does not say which.
+ACTING = frozenset(
+    {"book_hotel", "send_email", "create_calendar_event", "write_file", "generate_report"}
+)
+
+
 @functools.cache
 def demo_catalog() -> list[ToolDescriptor]:
-    """The 14 descriptors, exactly as the planner task set's catalog.json has them."""
+    """The 14 descriptors as the planner task set's catalog.json has them, each also marked
+    idempotent, and read-only or not (`ACTING`)."""
     raw = json.loads(resources.files("ember.tools.demo").joinpath("catalog.json").read_text())
-    return [ToolDescriptor.from_json(dict(item, idempotent=True)) for item in raw]
+    return [
+        ToolDescriptor.from_json(
+            dict(item, idempotent=True, read_only=item["tool_name"] not in ACTING)
+        )
+        for item in raw
+    ]
 
 
 def demo_registry(world: DemoWorld, *, timers: bool = True) -> ToolRegistry:
