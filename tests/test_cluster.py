@@ -140,7 +140,11 @@ def _sessions(url: str | None) -> str:
         return ""
     import psycopg
 
-    with psycopg.connect(url, autocommit=True) as conn:
+    try:
+        conn = psycopg.connect(url, autocommit=True, connect_timeout=3)
+    except psycopg.Error as exc:
+        return f"\n(the sessions could not be read: {exc})"
+    with conn:
         sessions = conn.execute(
             "SELECT pid, state, wait_event_type, wait_event, now() - xact_start, left(query, 120) "
             "FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"

@@ -110,3 +110,18 @@ def test_each_effect_asked_for_is_an_effect_of_its_own(tmp_path: Path) -> None:
     )
     each = asyncio.run(evaluate_answers(three, [task], progress=lambda _: None, work=tmp_path))
     assert each["all"]["passed"] == 1
+
+
+def test_effects_are_paired_so_that_each_wanted_one_finds_one_if_it_can() -> None:
+    from ember.measure.answers_eval import _unmatched
+
+    wanted = [
+        {"tool": "create_calendar_event", "args": {"title": "Porto"}},
+        {"tool": "create_calendar_event", "args": {"title": "passport"}},
+    ]
+    events = [
+        ("create_calendar_event", {"title": "renew passport before Porto"}),
+        ("create_calendar_event", {"title": "book flights to Porto"}),
+    ]
+    assert _unmatched(wanted, events) == []  # Porto takes the second, passport the first
+    assert _unmatched(wanted, events[:1]) == [wanted[1]]

@@ -140,3 +140,35 @@ def test_a_plan_made_elsewhere_ends_before_an_action_a_question_did_not_ask_for(
     assert question.repair(book, [search]) is None
     asked = grounds("Book the cheapest hotel in Lisbon for 2 nights from 2026-03-10")
     assert asked.repair(book, [search]) == book
+
+
+def test_only_a_request_that_is_all_questions_loses_the_tools_that_act() -> None:
+    from ember.planner.grounding import acts_unasked
+
+    book = next(tool for tool in demo_catalog() if tool.tool_name == "book_hotel")
+    assert acts_unasked(book, "Which hotel in Lisbon is cheapest for 2 nights?")
+    for asks_an_action in (
+        "Which hotel in Lisbon is cheapest? Reserve it for 2 nights.",
+        "When Tom replies, reserve the hotel",
+        "Can you find the cheapest hotel in Lisbon?",
+        "What about booking the cheapest hotel in Lisbon?",  # the action, in another form
+    ):
+        assert not acts_unasked(book, asks_an_action), asks_an_action
+    issue = ToolDescriptor("createIssue", {"type": "object"}, read_only=False)
+    assert acts_unasked(issue, "What is open in PAY?")
+    assert not acts_unasked(issue, "What should I create for the PAY outage?")
+    unsaid = ToolDescriptor("post_message", {"type": "object"})  # read_only not said
+    assert not acts_unasked(unsaid, "What is open in PAY?")
+
+
+def test_the_rules_switched_off_are_off_for_plans_made_elsewhere_too() -> None:
+    search = Step(1, "search_hotels", {"city": "Lisbon", "check_in": "2026-03-10", "nights": 2})
+    book = Step(
+        2, "book_hotel", {"hotel_id": "$1.hotels.0.hotel_id", "check_in": "2026-03-10", "nights": 2}
+    )
+    question = "Which hotel in Lisbon is cheapest for 2 nights from 2026-03-10?"
+    off = Grounds(tuple(demo_catalog()), question, TODAY, off=frozenset({"questions-read"}))
+    assert off.repair(book, [search]) == book
+    plural = Grounds(PACKS, "Search the PDFs in /srv/data for ACME", TODAY)
+    glob = Step(1, "files_search", {"directory": "/srv/data", "text": "ACME", "pattern": "*.pdf"})
+    assert plural.repair(glob, []) == glob  # "pdf" is said by "PDFs"

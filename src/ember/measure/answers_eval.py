@@ -26,6 +26,7 @@ import email
 import email.policy
 import fcntl
 import json
+import os
 import re
 import shutil
 import sqlite3
@@ -128,21 +129,9 @@ def check_task(task: dict[str, Any], result: RunResult, work: _Work) -> list[str
             failed.append(f"no message to {wanted['to']} with {wanted.get('contains', [])}")
     if "outbox_count" in task and len(messages) != task["outbox_count"]:
         failed.append(f"{len(messages)} messages sent, not {task['outbox_count']}")
-    effects = work.effects()
-    for wanted in task.get("effects", []):  # each by an effect of its own
-        match = next(
-            (
-                index
-                for index, (tool, args) in enumerate(effects)
-                if tool == wanted["tool"]
-                and all(_has(str(args.get(k, "")), str(v)) for k, v in wanted["args"].items())
-            ),
-            None,
-        )
-        if match is None:
-            failed.append(f"no {wanted['tool']} with {wanted['args']}")
-        else:
-            del effects[match]
+    wanted = task.get("effects", [])
+    for missing in _unmatched(wanted, work.effects()):
+        failed.append(f"no {missing['tool']} with {missing['args']}")
     for path, contains in task.get("files", {}).items():
         real = work.world.sandbox / path.lstrip("/")
         if not real.is_file():
@@ -150,6 +139,33 @@ def check_task(task: dict[str, Any], result: RunResult, work: _Work) -> list[str
         elif not all(_has(real.read_text(encoding="utf-8"), c) for c in contains):
             failed.append(f"{path} lacks {contains}")
     return failed
+
+
+def _unmatched(
+    wanted: list[dict[str, Any]], effects: list[tuple[str, dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    """The wanted effects left over when each is paired with an effect of its own (a maximum
+    matching: a first-come pairing can fail where a right one exists)."""
+
+    def fits(want: dict[str, Any], effect: tuple[str, dict[str, Any]]) -> bool:
+        tool, args = effect
+        return tool == want["tool"] and all(
+            _has(str(args.get(k, "")), str(v)) for k, v in want["args"].items()
+        )
+
+    holder: dict[int, int] = {}  # effect index -> the wanted index it is paired with
+
+    def pair(w: int, seen: set[int]) -> bool:
+        for e, effect in enumerate(effects):
+            if e not in seen and fits(wanted[w], effect):
+                seen.add(e)
+                if e not in holder or pair(holder[e], seen):
+                    holder[e] = w
+                    return True
+        return False
+
+    paired = {w for w in range(len(wanted)) if pair(w, set())}
+    return [want for w, want in enumerate(wanted) if w not in paired]
 
 
 async def _run(
@@ -251,8 +267,13 @@ WORK = Path(tempfile.gettempdir()) / "ember-answers"
 
 @contextlib.contextmanager
 def _workplace() -> Iterator[Path]:
-    """`WORK`, locked for this evaluation: a second one at once is refused, not mixed in."""
-    WORK.mkdir(parents=True, exist_ok=True)
+    """`WORK`, locked for this evaluation: a second one at once is refused, not mixed in. A
+    folder there that is a link or another user's is refused too (tasks empty and write it)."""
+    WORK.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if WORK.is_symlink() or WORK.stat().st_uid != os.getuid():
+        raise UserError(
+            f"{WORK} is a link or another user's folder: remove it, or run as its owner"
+        )
     with (WORK / ".lock").open("w") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)

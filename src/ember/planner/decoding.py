@@ -94,7 +94,7 @@ class PlanDecoder:
         self.end_margins: list[float] = []  # the same after each step, where `done` was offered
         self._cursor = Cursor(model, vocab)
         spoken = "numbers" not in off
-        self._grounds = grounding.Grounds(catalogue, request, today, spoken=spoken)
+        self._grounds = grounding.Grounds(catalogue, request, today, spoken=spoken, off=off)
         self._tools = dict(self._grounds.tools)  # addresses marked as the grounds mark them
         # tools that act, not offered to a request that only asks to know something
         self._unasked = (
@@ -363,7 +363,7 @@ class PlanDecoder:
                 if grounding.breaks_pattern(props[name], value):
                     if name in required:
                         raise _Ungrounded  # a value its tool would refuse ("#" missing)
-                elif name in required or not self._grounds.unsaid(props[name], value, self._off):
+                elif name in required or not self._grounds.unsaid(props[name], value):
                     args[name] = value  # an optional number or choice never said: left out
             else:
                 args[name] = self._identifier(

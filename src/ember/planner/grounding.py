@@ -129,13 +129,20 @@ def needs_answer(request: str) -> bool:
 
 def acts_unasked(tool: ToolDescriptor, request: str) -> bool:
     """Whether `tool` acts (it says it is not read-only: it books, sends, writes) and the
-    request only asks to know something: a question ("what", "which", "how", ...) that says
-    nowhere to deliver anything and does not name the tool's action (the first word of its
-    name: "book" for `book_hotel`). Small models book the cheapest hotel they were asked about."""
-    if tool.read_only is not False or not _INQUIRES.search(request) or _DELIVERS.search(request):
+    request only asks to know something: each of its sentences a question ("what", "which",
+    "how", "is", ... up to a "?"; "Can you ...?" asks for an action), saying nowhere to
+    deliver anything and not naming the tool's action (the first word of its name, in any
+    form: "book", "booking" for `book_hotel`; `createIssue` is "create"). Small models book
+    the cheapest hotel they were asked about."""
+    if tool.read_only is not False or _DELIVERS.search(request):
         return False
-    action = tool.tool_name.split("_", 1)[0].casefold()
-    return action not in re.findall(r"\w+", request.casefold())
+    sentences = [part for part in re.split(r"(?<=[.!?])\s+", request.strip()) if part.strip()]
+    if not sentences or not all(
+        _INQUIRES.search(part) and part.rstrip().endswith("?") for part in sentences
+    ):
+        return False
+    action = re.split(r"_|(?<=[a-z])(?=[A-Z])", tool.tool_name, maxsplit=1)[0].casefold()
+    return not any(word.startswith(action) for word in re.findall(r"\w+", request.casefold()))
 
 
 def givens(request: str, *, spoken: bool = True) -> list[Given]:
@@ -253,18 +260,18 @@ def states(request: str, value: str) -> bool:
 
 def _free_text(schema: dict[str, Any]) -> bool:
     """A string parameter that takes any text: no choices, no pattern, no format."""
-    return value_kind(schema) == "text" and not {"pattern", "format", "enum"} & set(schema)
+    return schema.get("type") == "string" and not {"pattern", "format", "enum"} & set(schema)
 
 
 def _says_text(request: str, value: str) -> bool:
-    """Whether a short free text is the request's: each of its words is one of the request's
-    (a longer text, a reference or a text citing results is taken as the model's to write).
-    A value without a word (".*") is no one's."""
+    """Whether a short free text is the request's: each of its words is a word of the request,
+    or the start of one ("pdf" of "PDFs"), (a longer text, a reference or a text citing results
+    is taken as the model's to write). A value without a word (".*") is no one's."""
     if "$" in value or len(value.split()) > 3:
         return True
     words = re.findall(r"\w+", value.casefold())
-    said = set(re.findall(r"\w+", request.casefold()))
-    return bool(words) and all(word in said for word in words)
+    said = re.findall(r"\w+", request.casefold())
+    return bool(words) and all(any(w.startswith(word) for w in said) for word in words)
 
 
 def spans_matching(request: str, schema: dict[str, Any]) -> list[str]:
@@ -414,6 +421,7 @@ class Grounds:
         today: date,
         *,
         spoken: bool = True,
+        off: frozenset[str] = frozenset(),
     ) -> None:
         self.tools = {tool.tool_name: _emails_marked(tool) for tool in catalogue}
         self.request = request
@@ -425,6 +433,7 @@ class Grounds:
         self.integers = integers(request)
         self.paths = PATH.findall(without_emails) + relative_paths(request)
         self.stated = stated_numbers(request, spoken=spoken)
+        self.off = off  # decoding rules switched off (`decoding.RULES`), to measure them
         # While a step over a list is written: the list (`1.files`) and its items' schema.
         self.item: tuple[str, dict[str, Any]] | None = None
         self.sources = {
@@ -466,14 +475,14 @@ class Grounds:
             return False
         return value not in self.stated
 
-    def unsaid(self, schema: dict[str, Any], value: Any, off: frozenset[str] = frozenset()) -> bool:
+    def unsaid(self, schema: dict[str, Any], value: Any) -> bool:
         """An optional value the request does not state (`unstated`), or a short free text
         (three words at most, no pattern or format to hold it) whose words the request does not
         say: options the model adds from habit ("pattern": "*.pdf", ".*"). A longer text is
         the model's to compose; a reference comes from a result."""
         if isinstance(value, str) and _free_text(schema):
-            return "optional-text" not in off and not _says_text(self.request, value)
-        return self.unstated(schema, value, off)
+            return "optional-text" not in self.off and not _says_text(self.request, value)
+        return self.unstated(schema, value, self.off)
 
     def options(
         self,
@@ -560,7 +569,7 @@ class Grounds:
         tool = self.tools.get(step.tool)
         if tool is None:
             return step  # unknown tools are the executor's to refuse, with its message
-        if acts_unasked(tool, self.request):
+        if "questions-read" not in self.off and acts_unasked(tool, self.request):
             return None  # an action a question did not ask for: the plan ends here
         if step.each is not None:  # the item is an earlier result too, while it is judged
             items = self._items(step.each, earlier)

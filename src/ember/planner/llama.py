@@ -298,7 +298,7 @@ class LlamaPlanner:
         recalled = self.shapes.recall(key)
         if recalled is None:
             return None
-        grounds = Grounds(task.catalogue, task.request, task.today)
+        grounds = Grounds(task.catalogue, task.request, task.today, off=self.rules_off)
         if any(grounds.repair(step, recalled[:n]) != step for n, step in enumerate(recalled)):
             return None
         self.shape_hits += 1

@@ -107,7 +107,9 @@ def descriptor_from_mcp(tool: dict[str, Any]) -> ToolDescriptor:
             "risk": meta.get("ember/risk")
             or (Risk.HIGH.value if annotations.get("destructiveHint") else Risk.LOW.value),
             "timeout_s": meta.get("ember/timeout_s"),
-            "read_only": annotations.get("readOnlyHint"),
+            "read_only": hint
+            if isinstance(hint := annotations.get("readOnlyHint"), bool)
+            else None,
         },
         ToolDescriptor,
     )

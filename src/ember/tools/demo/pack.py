@@ -437,11 +437,15 @@ def _parse_date(tool: str, value: str) -> date:
 
 
 def _company_tables(db: sqlite3.Connection) -> dict[str, list[str]]:
-    """The tables `query_sql` is for (the catalogue describes these) and their columns."""
-    return {
-        table: [row[1] for row in db.execute(f"PRAGMA table_info({table})")]
-        for table in ("customers", "orders")
-    }
+    """The tables `query_sql` is for (the catalogue describes these) and their columns; none
+    if they cannot be read."""
+    try:
+        return {
+            table: [row[1] for row in db.execute(f"PRAGMA table_info({table})")]
+            for table in ("customers", "orders")
+        }
+    except sqlite3.Error:
+        return {}
 
 
 def _write_ahead(db: sqlite3.Connection, wait_s: float = 30.0) -> None:

@@ -158,7 +158,9 @@ class SqlTools:
 
 def names_a_table(error: str) -> bool:
     """Whether a database's error is about a table or a column (one missing, mostly), as
-    SQLite, DuckDB and PostgreSQL word it."""
+    SQLite, DuckDB and PostgreSQL word it; not a write the read-only database refused."""
+    if re.search(r"read-?only", error, re.I):  # a write refused ("CREATE TABLE in a read-only")
+        return False
     return re.search(r"\b(column|table|relation)\b", error, re.I) is not None
 
 
