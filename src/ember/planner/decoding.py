@@ -96,14 +96,6 @@ class PlanDecoder:
         spoken = "numbers" not in off
         self._grounds = grounding.Grounds(catalogue, request, today, spoken=spoken, off=off)
         self._tools = dict(self._grounds.tools)  # addresses marked as the grounds mark them
-        # tools that act, not offered to a request that only asks to know something
-        self._unasked = (
-            set()
-            if "questions-read" in off
-            else {
-                name for name, tool in self._tools.items() if grounding.acts_unasked(tool, request)
-            }
-        )
         self._request = request
         self._givens = grounding.givens(request, spoken=spoken)
         # Steps over lists are offered when the request asks for something done to each
@@ -143,7 +135,7 @@ class PlanDecoder:
                 for name in self._tools
                 if self._available(name, steps, unused)
                 and not self._only_again(name, steps, unused, failed)
-                and name not in self._unasked
+                and name not in self._grounds.unasked
             ]
             # A plan begun leaves nothing the user gave unused (an address, a path, a code, a
             # number): small models stop before the last action ("... and email it to X").
@@ -214,7 +206,7 @@ class PlanDecoder:
                 name
                 for name in self._tools
                 if name != ITEM_TOOL
-                and name not in self._unasked
+                and name not in self._grounds.unasked
                 and self._available(name, with_item, self._unused(with_item, {}))
             ]
             if not names:
@@ -340,7 +332,7 @@ class PlanDecoder:
                 grounded = self._grounds.options(tool.tool_name, name, props[name], earlier, unused)
                 if grounded == [] and name not in required:
                     continue  # an optional identifier nothing grounds: left out
-                if name not in required and self._grounds.never_stated(props[name], self._off):
+                if name not in required and self._grounds.never_stated(props[name]):
                     continue  # an optional number or choice it could never keep: no pass
                 candidates.append(name)
                 if name in required:

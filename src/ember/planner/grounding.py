@@ -98,8 +98,9 @@ def asks_for_each(request: str) -> bool:
     return bool(_QUANTIFIER.search(QUOTED.sub(" ", request)))
 
 
+_INQUIRY = "what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did"
 _ASKS = re.compile(
-    r"^\s*(what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did|can|could"
+    rf"^\s*({_INQUIRY}|can|could"
     r"|should|will|tell me|show me|give me|let me know|list|summari[sz]e|compare|explain|"
     r"describe|find out|count|rank|outline|draft|write up|produce|prepare|analy[sz]e)\b",
     re.IGNORECASE,
@@ -112,10 +113,7 @@ _DELIVERS = re.compile(
 )
 # A question that asks to know, not to have something done ("Can you book ...?" asks for an
 # action; "What is the cheapest hotel ...?" does not).
-_INQUIRES = re.compile(
-    r"^\W*(what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did)\b",
-    re.IGNORECASE,
-)
+_INQUIRES = re.compile(rf"^\W*({_INQUIRY})\b", re.IGNORECASE)
 
 
 def needs_answer(request: str) -> bool:
@@ -434,6 +432,12 @@ class Grounds:
         self.paths = PATH.findall(without_emails) + relative_paths(request)
         self.stated = stated_numbers(request, spoken=spoken)
         self.off = off  # decoding rules switched off (`decoding.RULES`), to measure them
+        # the tools that act, which a request that only asks to know something is not offered
+        self.unasked = frozenset(
+            ()
+            if "questions-read" in off
+            else (name for name, tool in self.tools.items() if acts_unasked(tool, request))
+        )
         # While a step over a list is written: the list (`1.files`) and its items' schema.
         self.item: tuple[str, dict[str, Any]] | None = None
         self.sources = {
@@ -455,22 +459,20 @@ class Grounds:
             found += [f"{name}{path}" for path in field_paths(self.returns(step), schema)]
         return found
 
-    def never_stated(self, schema: dict[str, Any], off: frozenset[str] = frozenset()) -> bool:
+    def never_stated(self, schema: dict[str, Any]) -> bool:
         """Whether no value of `schema` can be one the request states: a number where it states
         none, a choice none of whose values it says (an optional one is then not offered)."""
-        if "schema" in off:
+        if "schema" in self.off:
             return False
         if "enum" in schema:
             return all(self.unstated(schema, value) for value in schema["enum"])
         return schema.get("type") in ("integer", "number") and not self.stated
 
-    def unstated(
-        self, schema: dict[str, Any], value: Any, off: frozenset[str] = frozenset()
-    ) -> bool:
+    def unstated(self, schema: dict[str, Any], value: Any) -> bool:
         """A literal number, or one of an enum's values, that the request does not state:
         options the model adds from habit ("max_words": 50, "rotation": "primary")."""
         if isinstance(value, str) and "enum" in schema:
-            return "schema" not in off and not states(self.request, value)
+            return "schema" not in self.off and not states(self.request, value)
         if isinstance(value, bool) or not isinstance(value, int | float):
             return False
         return value not in self.stated
@@ -482,7 +484,7 @@ class Grounds:
         the model's to compose; a reference comes from a result."""
         if isinstance(value, str) and _free_text(schema):
             return "optional-text" not in self.off and not _says_text(self.request, value)
-        return self.unstated(schema, value, self.off)
+        return self.unstated(schema, value)
 
     def options(
         self,
@@ -569,7 +571,7 @@ class Grounds:
         tool = self.tools.get(step.tool)
         if tool is None:
             return step  # unknown tools are the executor's to refuse, with its message
-        if "questions-read" not in self.off and acts_unasked(tool, self.request):
+        if step.tool in self.unasked:
             return None  # an action a question did not ask for: the plan ends here
         if step.each is not None:  # the item is an earlier result too, while it is judged
             items = self._items(step.each, earlier)
