@@ -146,6 +146,22 @@ def test_a_template_naming_a_missing_column_is_a_clear_error(tmp_path: Path) -> 
     assert "the template names {name}, which is not a column: use one of {email}" in error
 
 
+def test_rows_that_do_not_fit_their_columns_send_nothing(tmp_path: Path) -> None:
+    """What the 1.5B model once planned: four column names for rows of five values, which
+    put a name where the address goes. Every row is checked before the first mail."""
+    registry = packs_registry(Packs(mail=MailPack()), tmp_path)
+    good, short = ["Ann", "ann@example.com"], ["Bob"]
+    merge = {"columns": ["name", "email"], "subject": "Hi", "body": "Dear {name}"}
+    error = failure(registry, "mail_merge", {**merge, "rows": [good, short]}, tmp_path / "a")
+    assert "row 1 has 1 values for 2 columns ['name', 'email']" in error
+    shifted = {**merge, "rows": [good, ["carl@example.com", "Carl"]]}
+    error = failure(registry, "mail_merge", shifted, tmp_path / "b")
+    assert "row 1: column 'email' holds 'Carl', not an email address; nothing was sent" in error
+    assert not (tmp_path / "data" / "outbox").exists() or not list(
+        mailbox.Maildir(tmp_path / "data" / "outbox", create=False)
+    )
+
+
 def test_a_login_without_a_password_is_a_config_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

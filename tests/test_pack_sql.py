@@ -150,3 +150,21 @@ def test_unknown_databases_and_bad_urls_are_clear_errors(sqlite_url: str, tmp_pa
     sql = SqlTools(SqlPack(databases={"db": sqlite_url}))
     with pytest.raises(Exception, match="no database 'crm': use one of db"):
         sql.sql_query("crm", "SELECT 1")
+
+
+def test_the_planner_is_told_each_database_s_tables_in_the_query_tool(
+    url: str, tmp_path: Path
+) -> None:
+    """Read once when the pack is registered, so a plan's SQL names columns that exist; a
+    database that cannot be read then is left out, not waited for."""
+    empty = tmp_path / "empty.db"
+    sqlite3.connect(empty).close()
+    gone = "postgresql://nobody@127.0.0.1:9/none"  # nothing listens on port 9
+    pack = SqlPack(databases={"shop": url, "empty": f"sqlite:{empty}", "gone": gone})
+    registry = packs_registry(Packs(sql=pack), tmp_path)
+    description = registry.get("sql_query").descriptor.description
+    assert "The tables: shop: items(id " in description, description
+    assert ", name " in description
+    assert "empty:" not in description
+    assert "gone" not in description
+    assert "The tables:" not in registry.get("sql_schema").descriptor.description

@@ -54,6 +54,7 @@ def test_tool_builds_descriptor_from_types_and_docstring() -> None:
     assert props["date"]["pattern"] == DATE
     assert props["date"]["description"] == "First day, YYYY-MM-DD."
     assert props["days"]["type"] == "integer"
+    assert props["days"]["default"] == 1  # the default, for callers (and the planner) to see
     assert d.returns is not None
     assert set(d.returns["properties"]) == {"city", "temp_c"}
     assert forecast("Oslo", "2026-03-03") == Forecast("Oslo", 12.5)

@@ -8,6 +8,7 @@ implements (`anyOf` of plain types becomes a list of types; `title` is dropped).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import sys
@@ -22,13 +23,18 @@ from ember.tools.registry import ToolRegistry
 HERE = Path(__file__).parent
 CATALOG = HERE / "packs-catalog.json"
 DATABASES = ("crm", "sales")  # the database names the flagship requests use
+# The crm database of examples/mail_merge (PostgreSQL there), with the column types
+# PostgreSQL's information_schema reports, so sql_query's description reads as it does there.
+CRM = "CREATE TABLE customers(id integer, name text, email text, plan text, renewal_date date)"
 
 
 def catalogue() -> list[dict[str, Any]]:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         for name in DATABASES:
-            sqlite3.connect(root / f"{name}.db").close()
+            with contextlib.closing(sqlite3.connect(root / f"{name}.db")) as db:
+                if name == "crm":
+                    db.execute(CRM)
         packs = Packs(
             files=FilesPack(roots=[tmp]), docs=DocsPack(), mail=MailPack(),
             http=HttpPack(allow=["api.example.com"]),
@@ -44,6 +50,7 @@ def catalogue() -> list[dict[str, Any]]:
             "parameters": _subset(d.parameters),
             "execution_mode": d.execution_mode.value,
             "returns": _subset(d.returns or {"type": "object"}),
+            **({} if d.read_only is None else {"read_only": d.read_only}),
         }
         for d in registry.descriptors()
     ]

@@ -12,9 +12,10 @@ def get_weather(city: str, date: Annotated[str, msgspec.Meta(pattern=DATE)]) -> 
 ```
 
 Parameter types become JSON Schema through msgspec (so `Annotated[..., msgspec.Meta(...)]`
-constraints carry over); a parameter with a default is optional; the return annotation, when it
-is not `Any`, becomes `returns`. A parameter named `idempotency_key` is not an argument: the
-runtime passes the step's key there (DESIGN.md "Execution and the journal").
+constraints carry over); a parameter with a default is optional, its default (a text, number or
+boolean) the schema's `default`; the return annotation, when it is not `Any`, becomes `returns`.
+A parameter named `idempotency_key` is not an argument: the runtime passes the step's key there
+(DESIGN.md "Execution and the journal").
 
 On a method, the descriptor leaves `self` out, and reading the tool from an instance gives
 the tool bound to it (how a pack holds its configuration: `ember.tools.packs`).
@@ -144,6 +145,8 @@ def describe_function(
         properties[param.name] = schema
         if param.default is param.empty:
             required.append(param.name)
+        elif isinstance(param.default, str | int | float | bool):
+            schema["default"] = param.default  # JSON Schema's own keyword, for callers to see
     parameters = {
         "type": "object",
         "properties": properties,

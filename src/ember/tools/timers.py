@@ -19,7 +19,7 @@ from ember.tools.registry import ToolRegistry
 __all__ = ["register_timers"]
 
 
-@tool(idempotent=True)
+@tool(idempotent=True, read_only=True)
 async def sleep(seconds: Annotated[float, msgspec.Meta(ge=0)]) -> dict[str, Any]:
     """Wait this many seconds, counted from when the step was first started (survives restarts).
 
@@ -32,7 +32,7 @@ async def sleep(seconds: Annotated[float, msgspec.Meta(ge=0)]) -> dict[str, Any]
     return {"woke_at": deadline}
 
 
-@tool(idempotent=True)
+@tool(idempotent=True, read_only=True)
 async def wait_until(until: str) -> dict[str, Any]:
     """Wait until an instant (ISO 8601 with a UTC offset, e.g. 2026-03-09T09:00:00+01:00).
 

@@ -86,8 +86,8 @@ def _import(name: str) -> Any:
 
 
 def _configured(name: str, fn: ToolFunction, packs: Packs) -> Any:
-    """The descriptor with what the settings decide: the sql databases' names as an enum, the
-    risk of plc writes."""
+    """The descriptor with what the settings decide: the sql databases' names as an enum and
+    their tables in `sql_query`'s description, the risk of plc writes."""
     descriptor = fn.descriptor
     if (
         name == "sql"
@@ -99,6 +99,12 @@ def _configured(name: str, fn: ToolFunction, packs: Packs) -> Any:
         properties["database"] = {**properties["database"], "enum": sorted(packs.sql.databases)}
         parameters["properties"] = properties
         descriptor = msgspec.structs.replace(descriptor, parameters=parameters)
+        if descriptor.tool_name == "sql_query" and (
+            tables := _import("sql").SqlTools(packs.sql).described()
+        ):
+            descriptor = msgspec.structs.replace(
+                descriptor, description=f"{descriptor.description} The tables: {tables}."
+            )
     if name == "plc" and packs.plc is not None and descriptor.tool_name == "plc_write":
         descriptor = msgspec.structs.replace(descriptor, risk=Risk(packs.plc.write_risk))
     return descriptor

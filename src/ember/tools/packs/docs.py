@@ -84,7 +84,7 @@ class DocsTools:
     def _read(self, tool: str, path: str) -> Document:
         return read_document(tool, self.roots.existing_file(tool, path), self.max_pages)
 
-    @tool(idempotent=True)
+    @tool(idempotent=True, read_only=True)
     def docs_read(self, path: str) -> Document:
         """The text and tables of a PDF, XLSX, CSV or DOCX file (a sheet or table: rows of
         cells as text).
@@ -94,7 +94,7 @@ class DocsTools:
         """
         return self._read("docs_read", path)
 
-    @tool(idempotent=True)
+    @tool(idempotent=True, read_only=True)
     def docs_invoice(self, path: str) -> FileInvoice:
         """Extract an invoice from a text PDF (or DOCX, text): number, vendor, issue and due
         dates, currency, subtotal, tax, total and line items, each with a confidence and the
@@ -106,7 +106,7 @@ class DocsTools:
         document = self._read("docs_invoice", path)
         return {"path": document["path"], **extract_invoice(document["text"])}
 
-    @tool(idempotent=True)
+    @tool(idempotent=True, read_only=False)
     def docs_invoice_batch(self, folder: str, ledger: str, pattern: str = "*.pdf") -> Batch:
         """Extract and check every invoice in a folder and book each into a CSV ledger,
         exactly once (a resumed or repeated batch skips invoices already booked). Returns a
@@ -140,7 +140,7 @@ class DocsTools:
                 )
         return summary
 
-    @tool(idempotent=True)
+    @tool(idempotent=True, read_only=True)
     def docs_financials(self, path: str) -> Statement:
         """Key figures of a financial statement (CSV, XLSX or text PDF): revenue, cost of
         revenue, gross profit, operating income, net income, cash, and the margins.
@@ -150,7 +150,7 @@ class DocsTools:
         """
         return extract_statement(self._read("docs_financials", path))
 
-    @tool(idempotent=True)
+    @tool(idempotent=True, read_only=False)
     def docs_slide_outline(
         self,
         statements: Annotated[list[Statement], msgspec.Meta(min_length=1)],

@@ -72,7 +72,7 @@ class FilesTools:
         readers = [self.files_list, self.files_read, self.files_search]
         return readers if self.read_only else [*readers, self.files_write, self.files_move]
 
-    @tool(idempotent=True)
+    @tool(idempotent=True, read_only=True)
     def files_list(self, directory: str, pattern: str = "*", recursive: bool = False) -> Listing:
         """List a folder: its files and subfolders as absolute paths, sorted by name.
 
@@ -91,7 +91,7 @@ class FilesTools:
             (folders if child.is_dir() else files).append(str(child))
         return {"files": sorted(files), "directories": sorted(folders)}
 
-    @tool(idempotent=True)
+    @tool(idempotent=True, read_only=True)
     def files_read(self, path: str) -> FileText:
         """Read a UTF-8 text file (up to the pack's max_read_bytes; `truncated` says if cut).
 
@@ -112,7 +112,7 @@ class FilesTools:
             ) from None
         return {"path": str(real), "content": text, "bytes": len(data), "truncated": truncated}
 
-    @tool(idempotent=True)
+    @tool(idempotent=True, read_only=False)
     def files_write(self, path: str, content: str) -> Written:
         """Write a UTF-8 text file (replacing it), creating its folders; atomic.
 
@@ -125,7 +125,7 @@ class FilesTools:
         atomic_write(real, data)
         return {"path": str(real), "bytes": len(data)}
 
-    @tool(idempotent=True)
+    @tool(idempotent=True, read_only=True)
     def files_search(
         self,
         directory: str,
@@ -155,7 +155,7 @@ class FilesTools:
                         return {"matches": matches, "truncated": True}
         return {"matches": matches, "truncated": False}
 
-    @tool(idempotent=True)
+    @tool(idempotent=True, read_only=False)
     def files_move(self, source: str, destination: str) -> Written:
         """Move or rename a file inside the roots; never replaces an existing file.
 

@@ -48,7 +48,7 @@ class HttpTools:
     def tools(self) -> list[ToolFunction]:
         return [self.http_get, self.http_post]
 
-    @tool(idempotent=True)
+    @tool(idempotent=True, read_only=True)
     def http_get(self, url: str) -> Response:
         """GET a URL on an allowed host; the body as text, and parsed when it is JSON.
 
@@ -57,7 +57,7 @@ class HttpTools:
         """
         return self._exchange("http_get", "GET", url, None, {})
 
-    @tool
+    @tool(read_only=False)
     def http_post(
         self, url: str, body: dict[str, Any] | list[Any], idempotency_key: str = ""
     ) -> Response:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import smtplib
 import sqlite3
 import ssl
@@ -41,7 +42,9 @@ from ember.tools.packs.files import atomic_write
 
 __all__ = ["MailTools"]
 
-Address = Annotated[str, msgspec.Meta(pattern=r"^[^@\s,]+@[^@\s,]+$")]
+ADDRESS_PATTERN = r"^[^@\s,]+@[^@\s,]+$"
+ADDRESS = re.compile(ADDRESS_PATTERN)
+Address = Annotated[str, msgspec.Meta(pattern=ADDRESS_PATTERN)]
 PORTS = {"starttls": 587, "tls": 465, "none": 25}
 
 
@@ -85,7 +88,7 @@ class MailTools:
         """A mail_merge to more than `approval_over` recipients waits for approval."""
         return len(args.get("rows", ())) > self.config.approval_over
 
-    @tool(idempotent=True)
+    @tool(idempotent=True, read_only=False)
     def mail_send(self, to: Address, subject: str, body: str, idempotency_key: str = "") -> Sent:
         """Send one plain-text email (by SMTP, or into the outbox when no server is set).
 
@@ -96,7 +99,7 @@ class MailTools:
         """
         return self._send("mail_send", to, subject, body, message_id(idempotency_key))
 
-    @tool(idempotent=True)
+    @tool(idempotent=True, read_only=False)
     def mail_alert(
         self,
         *,
@@ -124,7 +127,7 @@ class MailTools:
         sent = self._send("mail_alert", to, subject, body, message_id(idempotency_key))
         return {"sent": True, "message_id": sent["message_id"]}
 
-    @tool(idempotent=True)
+    @tool(idempotent=True, read_only=False)
     def mail_merge(
         self,
         *,
@@ -150,12 +153,27 @@ class MailTools:
             raise ToolCallError(
                 "mail_merge", f"no column {to_column!r} for the address; columns: {columns}"
             )
-        result: Merge = {"sent": 0, "message_ids": [], "recipients": []}
+        mails = []  # every row checked before the first mail goes: none or all are sent
         for index, values in enumerate(rows):
-            fields = dict(zip(columns, values, strict=False))
+            if len(values) != len(columns):
+                raise ToolCallError(
+                    "mail_merge",
+                    f"row {index} has {len(values)} values for {len(columns)} columns "
+                    f"{columns}: pass the columns of the rows (sql_query's `columns`)",
+                )
+            fields = dict(zip(columns, values, strict=True))
             to = str(fields[to_column])
-            text = (_fill(subject, fields), _fill(body, fields))
-            sent = self._send("mail_merge", to, *text, message_id(idempotency_key, index))
+            if not ADDRESS.fullmatch(to):
+                raise ToolCallError(
+                    "mail_merge",
+                    f"row {index}: column {to_column!r} holds {to!r}, not an email address; "
+                    "nothing was sent",
+                )
+            mails.append((to, _fill(subject, fields), _fill(body, fields)))
+        result: Merge = {"sent": 0, "message_ids": [], "recipients": []}
+        for index, (to, subject_text, body_text) in enumerate(mails):
+            msgid = message_id(idempotency_key, index)
+            sent = self._send("mail_merge", to, subject_text, body_text, msgid)
             result["sent"] += 1
             result["message_ids"].append(sent["message_id"])
             result["recipients"].append(to)

@@ -57,7 +57,7 @@ class PlcTools:
     def tools(self) -> list[ToolFunction]:
         return [self.plc_read, self.plc_write]
 
-    @tool(idempotent=True)
+    @tool(idempotent=True, read_only=True)
     def plc_read(
         self,
         kind: ReadKind,
@@ -89,7 +89,7 @@ class PlcTools:
         raw = response.bits[:count] if kind in ("coils", "discrete_inputs") else response.registers
         return {"kind": kind, "address": address, "unit": unit, "values": [int(v) for v in raw]}
 
-    @tool(idempotent=True, risk="high")
+    @tool(idempotent=True, risk="high", read_only=False)
     def plc_write(
         self,
         kind: WriteKind,

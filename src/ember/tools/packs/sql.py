@@ -74,7 +74,7 @@ class SqlTools:
     def tools(self) -> list[ToolFunction]:
         return [self.sql_query, self.sql_schema]
 
-    @tool(idempotent=True)
+    @tool(idempotent=True, read_only=True)
     def sql_query(
         self,
         database: str,
@@ -102,13 +102,34 @@ class SqlTools:
             "next_offset": offset + limit if more else None,
         }
 
-    @tool(idempotent=True)
+    @tool(idempotent=True, read_only=True)
     def sql_schema(self, database: str) -> Schema:
         """The tables of a configured database and their columns.
 
         Args:
             database: The database's name in [packs.sql] databases.
         """
+        return self._schema("sql_schema", database, self.config.timeout_s)
+
+    def described(self, timeout_s: float = 2.0) -> str:
+        """Every database's tables and columns in a line ("crm: customers(id integer, ...)"),
+        for the planner to write queries with: read once, when the pack is registered, at most
+        `timeout_s` a database; one that cannot be read then is left out (a query naming what
+        it lacks is told its tables on the step)."""
+        parts = []
+        for database in sorted(self.kinds):
+            try:
+                schema = self._schema("sql_schema", database, timeout_s)
+            except ToolCallError:
+                continue
+            tables = {table["name"]: table["columns"] for table in schema["tables"]}
+            if tables:
+                parts.append(
+                    f"{database}: {tables_text(tables, limit=1000)[len('the tables: ') :]}"
+                )
+        return "; ".join(parts)
+
+    def _schema(self, tool: str, database: str, timeout_s: float) -> Schema:
         kind = self.kinds.get(database)
         query = (
             "SELECT m.name, p.name, p.type FROM sqlite_master m, pragma_table_info(m.name) p "
@@ -116,7 +137,7 @@ class SqlTools:
             if kind == "sqlite"
             else SCHEMA_SQL
         )
-        with self._cursor("sql_schema", database) as execute:
+        with self._cursor(tool, database, timeout_s) as execute:
             _, rows = execute(query, 100_000)
         tables: dict[str, list[str]] = {}
         for table, column, kind_ in rows:
@@ -127,7 +148,9 @@ class SqlTools:
         }
 
     @contextmanager
-    def _cursor(self, tool: str, database: str) -> Iterator[Callable[[str, int], Any]]:
+    def _cursor(
+        self, tool: str, database: str, timeout_s: float | None = None
+    ) -> Iterator[Callable[[str, int], Any]]:
         if database not in self.kinds:
             raise ToolCallError(
                 tool, f"no database {database!r}: use one of {', '.join(sorted(self.kinds))}"
@@ -135,7 +158,7 @@ class SqlTools:
         url, kind = self.config.databases[database], self.kinds[database]
         opener = {"sqlite": _sqlite, "duckdb": _duckdb, "postgresql": _postgres}[kind]
         try:
-            with opener(url, self.config.timeout_s) as execute:
+            with opener(url, timeout_s or self.config.timeout_s) as execute:
                 yield execute
         except ToolCallError:
             raise
