@@ -13,6 +13,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
 
 from ember.plan import Step
@@ -755,3 +756,73 @@ def test_files_a_request_names_inside_a_folder_are_paths_and_whole_results_feed_
         ("docs_financials", {"path": "statements/cobalt.pdf"}),
         ("docs_slide_outline", {"statements": ["$1", "$2", "$3"], "folder": "out/competitors"}),
     ]
+
+
+def test_a_call_on_a_path_an_earlier_step_changes_is_written_to_run_after_it() -> None:
+    write = '1. write_file(path="/var/log/ops/status.txt", content="done")\n'
+    request = "Write 'done' to /var/log/ops/status.txt, then list /var/log/ops and /srv/drop"
+    wish = write + '2. list_files(directory="/var/log/ops")\ndone'
+    assert plan(request, wish)[1].after == [1]  # the folder it wrote into
+    off = plan(request, wish, off=frozenset({"write-order"}))
+    assert off[1].after == []  # what this model wishes, left to itself
+    apart = plan(request, write + '2. list_files(directory="/srv/drop")\ndone')
+    assert apart[1].after == []  # another folder: the two may run together
+
+
+def test_only_a_step_that_acts_on_the_same_path_or_around_it_orders_a_later_one() -> None:
+    tools = {tool.tool_name: tool for tool in CATALOGUE}
+    wrote = Step(id=1, tool="write_file", args={"path": "/srv/drop/README.txt", "content": "x"})
+    read = Step(id=2, tool="read_file", args={"path": "/srv/drop/README.txt"})
+    lists = tools["list_files"]
+    assert grounding.writes_before(lists, {"directory": "/srv/drop/"}, [wrote], tools) == [1]
+    assert grounding.writes_before(lists, {"directory": "/srv/dropbox"}, [wrote], tools) == []
+    assert grounding.writes_before(lists, {"directory": "/srv/drop"}, [read], tools) == []
+    reader = tools["read_file"]
+    assert grounding.writes_before(reader, {"path": "/srv/drop/README.txt"}, [wrote], tools) == [1]
+    assert grounding.writes_before(reader, {"path": "$1.files.0"}, [wrote], tools) == []
+    unknown = {**tools, "write_file": msgspec.structs.replace(tools["write_file"], read_only=None)}
+    assert grounding.writes_before(reader, {"path": "/srv/drop/README.txt"}, [wrote], unknown) == []
+
+
+def test_an_optional_value_equal_to_its_default_is_left_out() -> None:
+    """The call is the same without it, and a plan that spells it differs from one that
+    does not (`to_column="email"` where "email" is the default)."""
+    merge = _tool(
+        "merge_mail",
+        {
+            "to": {"type": "string", "format": "email"},
+            "to_column": {"type": "string", "default": "email"},
+            "retries": {"type": "integer", "default": 2},
+        },
+        ["to"],
+    )
+    request = "Send the merge to ann@example.com (email column), with 2 retries"
+    wish = '1. merge_mail(to="ann@example.com", to_column="email", retries=2)\ndone'
+    assert plan(request, wish, catalogue=(merge,))[0].args == {"to": "ann@example.com"}
+    other = '1. merge_mail(to="ann@example.com", to_column="address", retries=3)\ndone'
+    said = "Send the merge to ann@example.com (address column), with 3 retries"
+    assert plan(said, other, catalogue=(merge,))[0].args == {
+        "to": "ann@example.com",
+        "to_column": "address",
+        "retries": 3,
+    }
+
+
+def test_an_optional_time_of_day_the_request_never_states_is_left_out() -> None:
+    event = (
+        '1. create_calendar_event(title="Submit VAT return", date="2027-02-28", time="{}")\ndone'
+    )
+    all_day = "Put 'Submit VAT return' in my calendar on 2027-02-28, as an all-day thing."
+    assert "time" not in plan(all_day, event.format("23:59"))[0].args
+    off = plan(all_day, event.format("23:59"), off=frozenset({"times"}))
+    assert off[0].args["time"] == "23:59"
+    said = "Put 'Submit VAT return' in my calendar on 2027-02-28 at 2pm."
+    assert plan(said, event.format("14:00"))[0].args["time"] == "14:00"
+    quoted = "Put 'Submit VAT return at 09:00' in my calendar on 2027-02-28."
+    assert "time" not in plan(quoted, event.format("09:00"))[0].args  # the title's own words
+    assert grounding.stated_times("call at 3, or at noon, or 9:30 p.m.") == {
+        "03:00",
+        "15:00",
+        "12:00",
+        "21:30",
+    }

@@ -124,3 +124,30 @@ def test_a_plan_made_elsewhere_keeps_its_steps_over_lists_within_the_same_rules(
     )
     assert grounds.repair(invented, earlier) is None
     assert grounds.repair(Step(2, "send_email", good.args, each="$1.team"), earlier) is None
+
+
+def test_a_tool_that_takes_the_whole_list_is_called_once_with_it() -> None:
+    """mail_merge sends one mail a row itself: gone through column by column (what the 1.5B
+    model wrote for the mail-merge flagship) it would send each mail once per column."""
+    from .test_grounding import PACKS
+
+    request = "Email every customer in the crm database a renewal reminder"
+    sql = '1. sql_query(database="crm", sql="SELECT name, email FROM customers")\n'
+    merge = 'mail_merge(columns=$1.columns, rows=$1.rows, subject="Renewal", body="Dear {$item}")'
+    steps = plan(request, f"{sql}2. for each item in $1.columns: {merge}\ndone", catalogue=PACKS)
+    assert steps[1].tool == "mail_merge"
+    assert steps[1].each is None
+    assert (steps[1].args["columns"], steps[1].args["rows"]) == ("$1.columns", "$1.rows")
+    assert "$item" not in steps[1].args["body"]  # no item: it was not offered
+
+
+def test_a_template_s_braces_are_its_own_placeholders_not_references() -> None:
+    """mail_merge fills `{name}` from each row; `{$1.rows}` there would paste every row into
+    every mail."""
+    from .test_grounding import PACKS
+
+    request = "Email every customer in the crm database a renewal reminder"
+    sql = '1. sql_query(database="crm", sql="SELECT name, email FROM customers")\n'
+    merge = '2. mail_merge(columns=$1.columns, rows=$1.rows, subject="Renewal", body="Dear {name}")'
+    steps = plan(request, f"{sql}{merge}\ndone", catalogue=PACKS)
+    assert steps[1].args["body"] == "Dear {name}"

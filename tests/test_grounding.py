@@ -42,6 +42,15 @@ def test_references_must_go_to_earlier_results_that_hold_such_a_value() -> None:
     assert rules.repair(wrong, [lookup]) is None
 
 
+def test_a_call_on_a_path_an_earlier_step_changes_is_made_to_run_after_it() -> None:
+    rules = grounds("Create /srv/drop/README.txt containing 'hi', then show me what's in /srv/drop")
+    write = Step(1, "write_file", {"path": "/srv/drop/README.txt", "content": "hi"})
+    listing = Step(2, "list_files", {"directory": "/srv/drop"})
+    assert rules.repair(listing, [write]) == Step(2, "list_files", listing.args, after=[1])
+    off = Grounds(tuple(demo_catalog()), rules.request, TODAY, off=frozenset({"write-order"}))
+    assert off.repair(listing, [write]) == listing
+
+
 def test_dates_and_codes_must_exist() -> None:
     rules = grounds("Convert 100 RMB to euros, and weather in Oslo")
     assert rules.repair(Step(1, "get_weather", {"city": "Oslo", "date": "2026-02-30"}), []) is None

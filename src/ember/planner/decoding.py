@@ -43,8 +43,9 @@ MAX_STEPS = 12
 # the bound on steps a plan is made to go on for, the schema constraints of unseen catalogues
 # (stated choices, pattern spans, numeric ids, unoffered options), dates among those the
 # request names, numbers in words or units, the check of a first call made in doubt, steps
-# over lists, optional short texts the request does not say (a habitual glob "*.pdf"), and
-# tools that act offered to a question that does not name their action.
+# over lists, optional short texts the request does not say (a habitual glob "*.pdf"), tools
+# that act offered to a question that does not name their action, the ordering of a call
+# after an earlier one that changes a path it touches, and optional times of day never said.
 RULES = (
     "push-bound",
     "schema",
@@ -54,6 +55,8 @@ RULES = (
     "for-each",
     "optional-text",
     "questions-read",
+    "write-order",
+    "times",
 )
 _TEXT_TOKENS = 120  # longest free text, in tokens
 _SHORT_TOKENS = 16  # longest date, code, time or number
@@ -194,7 +197,8 @@ class PlanDecoder:
     def _each(self, step_id: int, ref: str, earlier: list[Step], unused: Sequence[Step]) -> Step:
         """A step over the list `ref` (`2.files`), the `for each item in $2.files: ` written:
         its tool and arguments, with the current item (`$item`) offered as an earlier result.
-        A step that does not use its item is no step over a list: it is kept as a plain one."""
+        A step that does not use its item is no step over a list: it is kept as a plain one;
+        so is a call on a tool that takes the whole list, decoded without the item."""
         items = dict(self._lists(unused))[ref]
         returns = items if items.get("type") == "object" else {"type": "object", "properties": {}}
         item_tool = ToolDescriptor(ITEM_TOOL, {"type": "object"}, returns=returns)
@@ -212,13 +216,20 @@ class PlanDecoder:
             if not names:
                 raise _Ungrounded
             name = names[self._cursor.choose([f"{name}(" for name in names])]
-            step = self._step(step_id, self._tools[name], with_item)
+            whole = "for-each" not in self._off and self._takes_whole(name, ref, earlier)
+            # a tool that takes the whole list (mail_merge's rows) is called once, with it
+            step = self._step(step_id, self._tools[name], earlier if whole else with_item)
         finally:
             del self._tools[ITEM_TOOL], self._grounds.tools[ITEM_TOOL]
             self._grounds.item = None
         if not any(r.step == ITEM for r in references(step.args)):
             return step  # a call that does not use the item is made once, as a plain step
         return msgspec.structs.replace(step, each=f"${ref}")
+
+    def _takes_whole(self, name: str, ref: str, earlier: list[Step]) -> bool:
+        """Whether a parameter of tool `name` takes the list `ref` (`1.rows`) as it is."""
+        props = self._tools[name].parameters.get("properties", {}).values()
+        return any(ref in self._grounds.references(schema, earlier) for schema in props)
 
     @property
     def passes(self) -> int:
@@ -344,7 +355,13 @@ class PlanDecoder:
                 raise _Ungrounded  # it needs one of its optional values, and none is grounded
             separator = ", " if args else ""
             options = [f"{separator}{name}=" for name in candidates]
-            choice = cursor.choose(options + (closings if can_close else []))
+            waits = (
+                []
+                if "write-order" in self._off
+                else grounding.writes_before(tool, args, earlier, self._tools)
+            )
+            ends = closings if not waits else [") after "]
+            choice = cursor.choose(options + (ends if can_close else []))
             if choice >= len(candidates):
                 break
             name = candidates[choice]
@@ -364,13 +381,23 @@ class PlanDecoder:
                     grounded,
                     sourced=(tool.tool_name, name) in self._grounds.sources,
                 )
-        after = self._after(earlier) if choice - len(candidates) == 1 else []
+        closed_after = ends[choice - len(candidates)] == ") after "
+        after = self._after(earlier, waits) if closed_after else []
         return Step(id=step_id, tool=tool.tool_name, args=args, after=after)
 
-    def _after(self, earlier: list[Step]) -> list[int]:
+    def _after(self, earlier: list[Step], waits: list[int]) -> list[int]:
+        """The steps a step is written to run after: `waits` (forced), then those the model
+        adds."""
         cursor = self._cursor
         earlier = [step for step in earlier if step.id != ITEM]
-        after: list[int] = []
+        after: list[int] = list(waits)
+        if waits:
+            cursor.force(", ".join(map(str, waits)))
+            if len(after) == len(earlier):
+                cursor.force("\n")
+                return after
+            if cursor.choose(["\n", ", "]) == 0:
+                return after
         while True:
             left = [step for step in earlier if step.id not in after]
             after.append(left[cursor.choose([str(step.id) for step in left])].id)
@@ -429,6 +456,8 @@ class PlanDecoder:
         if kind == "text":
             # A parameter documented to embed results ("{$N.field}") carries every result that
             # nothing else uses: a static plan has no other way to deliver them.
+            if grounding.is_template(schema):
+                return self._text([], ())  # its braces are the tool's placeholders: "{name}"
             text = self._text(earlier, unused if "{$" in schema.get("description", "") else ())
             if text.startswith("/") and text not in self._request:
                 raise _Ungrounded  # an absolute path the user never gave: invented

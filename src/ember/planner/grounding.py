@@ -143,6 +143,62 @@ def acts_unasked(tool: ToolDescriptor, request: str) -> bool:
     return not any(word.startswith(action) for word in re.findall(r"\w+", request.casefold()))
 
 
+_PLACEHOLDER = re.compile(r"\{[A-Za-z_]\w*\}")
+
+
+def is_template(schema: dict[str, Any]) -> bool:
+    """Whether a text is documented as a template with placeholders of its tool's own
+    (`"Dear {name}, ..."`, filled by mail_merge from each row): braces in it are not
+    references to results."""
+    return bool(_PLACEHOLDER.search(schema.get("description", "")))
+
+
+def writes_before(
+    tool: ToolDescriptor,
+    args: dict[str, Any],
+    earlier: Sequence[Step],
+    tools: dict[str, ToolDescriptor],
+) -> list[int]:
+    """The earlier steps a call on `tool` with `args` must wait for: those that change a path
+    it touches. An earlier step changes a path when its tool acts (it says it is not
+    read-only) and one of its path arguments is that path; the call touches it when one of its
+    own path arguments is the same path, a folder holding it, or a path inside it. Listing a
+    folder while a file is written into it, or reading a file while it is written, sees the
+    change or not by chance: no result carries the ordering, so it is written out."""
+    mine = _paths_of(tool, args)
+    found = []
+    for step in earlier:
+        other = tools.get(step.tool)
+        if step.id == ITEM or other is None or other.read_only is not False:
+            continue
+        if any(_overlap(a, b) for a in mine for b in _paths_of(other, step.args)):
+            found.append(step.id)
+    return found
+
+
+def _paths_of(tool: ToolDescriptor, args: dict[str, Any]) -> list[str]:
+    """The literal paths among `args` (not references to results), without a trailing "/"."""
+    props = tool.parameters.get("properties", {})
+    return [
+        value.rstrip("/") or "/"
+        for name, value in args.items()
+        if isinstance(value, str)
+        and next(references(value), None) is None
+        and value.strip()
+        and is_path(name, props.get(name, {}))
+    ]
+
+
+def _same(value: Any, default: Any) -> bool:
+    """Whether `value` is `default` (a number by value; true is not 1)."""
+    return isinstance(value, bool) == isinstance(default, bool) and value == default
+
+
+def _overlap(a: str, b: str) -> bool:
+    """Whether paths `a` and `b` are the same or one holds the other."""
+    return a == b or a.startswith(b.rstrip("/") + "/") or b.startswith(a.rstrip("/") + "/")
+
+
 def givens(request: str, *, spoken: bool = True) -> list[Given]:
     """The values a request gives that a plan for it uses somewhere: quoted text, email
     addresses, absolute paths, codes ("C-20417"), numbers written in digits (thousands
@@ -170,6 +226,26 @@ def stated_numbers(request: str, *, spoken: bool = True) -> set[float]:
     digits = {float(n.replace(",", "")) for n in NUMBER.findall(EMAIL.sub(" ", rest))}
     words = spoken_numbers(rest) if spoken else []
     return digits | {value for values in words for value in values}
+
+
+CLOCK = re.compile(r"([01][0-9]|2[0-3]):[0-5][0-9]")  # a time of day as tools take it
+_HALF_DAY = re.compile(r"\b(\d{1,2})(?:[:.](\d{2}))?\s*([ap])\.?\s*m\b", re.IGNORECASE)
+_TWENTY_FOUR = re.compile(r"\b(\d{1,2}):(\d{2})\b(?!\s*[ap]\.?\s*m\b)", re.IGNORECASE)
+_AT_HOUR = re.compile(r"\bat\s+(\d{1,2})(?:\s*o'?clock)?\b(?![:.]?\d|\s*[ap]\.?\s*m\b)", re.I)
+_NAMED_TIMES = {"noon": "12:00", "midday": "12:00", "midnight": "00:00"}
+
+
+def stated_times(request: str) -> set[str]:
+    """Every time of day the request states outside quoted text, as HH:MM: "15:00", "9:30",
+    "2pm" and "2:30 p.m." (14:00, 14:30), "noon", "midnight", and "at 3" (03:00 or 15:00)."""
+    rest = QUOTED.sub(" ", request)
+    found = {f"{int(h):02d}:{m}" for h, m in _TWENTY_FOUR.findall(rest)}
+    for hour, minute, half in _HALF_DAY.findall(rest):
+        found.add(f"{int(hour) % 12 + (12 if half.lower() == 'p' else 0):02d}:{minute or '00'}")
+    for hour in map(int, _AT_HOUR.findall(rest)):
+        found |= {f"{hour:02d}:00", f"{hour + 12:02d}:00" if hour < 12 else f"{hour:02d}:00"}
+    found |= {time for word, time in _NAMED_TIMES.items() if re.search(rf"\b{word}\b", rest, re.I)}
+    return {time for time in found if CLOCK.fullmatch(time)}
 
 
 def unsupported(step: Step, tool: ToolDescriptor, request: str) -> list[str]:
@@ -431,6 +507,7 @@ class Grounds:
         self.integers = integers(request)
         self.paths = PATH.findall(without_emails) + relative_paths(request)
         self.stated = stated_numbers(request, spoken=spoken)
+        self.times = stated_times(request)
         self.off = off  # decoding rules switched off (`decoding.RULES`), to measure them
         # the tools that act, which a request that only asks to know something is not offered
         self.unasked = frozenset(
@@ -481,7 +558,13 @@ class Grounds:
         """An optional value the request does not state (`unstated`), or a short free text
         (three words at most, no pattern or format to hold it) whose words the request does not
         say: options the model adds from habit ("pattern": "*.pdf", ".*"). A longer text is
-        the model's to compose; a reference comes from a result."""
+        the model's to compose; a reference comes from a result. A value equal to the
+        parameter's `default` says nothing either: the call is the same without it; nor does
+        a time of day (HH:MM) the request does not state (`stated_times`)."""
+        if "default" in schema and _same(value, schema["default"]):
+            return True
+        if isinstance(value, str) and CLOCK.fullmatch(value) and "times" not in self.off:
+            return value not in self.times  # "all day": no time; "at 2pm": 14:00
         if isinstance(value, str) and _free_text(schema):
             return "optional-text" not in self.off and not _says_text(self.request, value)
         return self.unstated(schema, value)
@@ -567,7 +650,8 @@ class Grounds:
         (None: the plan ends here, as the decoder ends it); an optional number or choice the
         request never states, or an optional value nothing grounds, is left out; a date must be
         a real day, a currency code one that exists; a tool that acts ends a plan for a request
-        that only asks to know something (`acts_unasked`)."""
+        that only asks to know something (`acts_unasked`); a call on a path an earlier step
+        changes runs after it (`writes_before`)."""
         tool = self.tools.get(step.tool)
         if tool is None:
             return step  # unknown tools are the executor's to refuse, with its message
@@ -617,7 +701,9 @@ class Grounds:
             if name not in required and options is None and self.unsaid(schema, value):
                 continue
             args[name] = value
-        return msgspec.structs.replace(step, args=args)
+        waits = [] if "write-order" in self.off else writes_before(tool, args, earlier, self.tools)
+        after = [*step.after, *(n for n in waits if n not in step.after)]
+        return msgspec.structs.replace(step, args=args, after=after)
 
     def _fits(self, schema: dict[str, Any], value: Any, options: list[str] | None) -> bool:
         """Whether `value` is one the rules allow, given the grounded `options` (None: the
