@@ -368,7 +368,8 @@ def _add_eval_command(commands: Any) -> None:
     planner.add_argument(
         "--rules-off",
         help="llama: switch decoding rules off, to measure them (comma-separated: push-bound, "
-        "schema, named-dates, numbers, doubt-check, for-each, optional-text, questions-read)",
+        "schema, named-dates, numbers, doubt-check, for-each, optional-text, questions-read, "
+        "write-order, times)",
     )
     planner.add_argument(
         "--abstain-band",
