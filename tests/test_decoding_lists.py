@@ -151,3 +151,18 @@ def test_a_template_s_braces_are_its_own_placeholders_not_references() -> None:
     merge = '2. mail_merge(columns=$1.columns, rows=$1.rows, subject="Renewal", body="Dear {name}")'
     steps = plan(request, f"{sql}{merge}\ndone", catalogue=PACKS)
     assert steps[1].args["body"] == "Dear {name}"
+
+
+def test_a_list_an_earlier_result_holds_under_the_parameter_s_name_is_that_list() -> None:
+    """Written out again, the columns lost the `id` the query selected, and every mail went
+    to a name instead of an address."""
+    from .test_grounding import PACKS
+
+    request = "Email every customer in the crm database a renewal reminder"
+    sql = '1. sql_query(database="crm", sql="SELECT id, name, email FROM customers")\n'
+    merge = '2. mail_merge(columns=["name", "email"], rows=$1.rows, subject="Hi", body="{name}")'
+    steps = plan(request, f"{sql}{merge}\ndone", catalogue=PACKS)
+    assert steps[1].args["columns"] == "$1.columns"
+    assert steps[1].args["rows"] == "$1.rows"
+    off = plan(request, f"{sql}{merge}\ndone", catalogue=PACKS, off=frozenset({"schema"}))
+    assert off[1].args["columns"] == ["name", "email"]

@@ -194,6 +194,11 @@ def _same(value: Any, default: Any) -> bool:
     return isinstance(value, bool) == isinstance(default, bool) and value == default
 
 
+def _last(ref: str) -> str:
+    """The last field a reference names (`rows` of `1.rows`)."""
+    return ref.rsplit(".", 1)[-1]
+
+
 def _overlap(a: str, b: str) -> bool:
     """Whether paths `a` and `b` are the same or one holds the other."""
     return a == b or a.startswith(b.rstrip("/") + "/") or b.startswith(a.rstrip("/") + "/")
@@ -587,11 +592,17 @@ class Grounds:
           result's field of the same name;
         - a parameter documented to come from another tool ("A hotel_id from search_hotels
           results"): a code the request gives, or a field of that tool's results.
-        - an email address: one the request names, or an earlier result's email field.
+        - an email address: one the request names, or an earlier result's email field;
+        - a list an earlier result holds under the parameter's name (`rows`): that field.
         References go to results nothing uses yet where there are any: each feeds one call."""
         if schema.get("format") == "email":
             found = [f"${ref}" for ref in self.references(schema, earlier)]
             return [f'"{address}"' for address in self.emails] + found
+        if value_kind(schema) == "array" and "schema" not in self.off:
+            # a list an earlier result holds under the parameter's own name is that list
+            # (mail_merge's columns and rows: sql_query's), not one written out again
+            named = [ref for ref in self.references(schema, earlier) if _last(ref) == name]
+            return [f"${ref}" for ref in named] or None
         source = self.sources.get((tool, name))
         path = is_path(name, schema)
         if source is None and not path and not is_identifier(name, schema):
