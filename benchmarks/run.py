@@ -222,13 +222,16 @@ SUITES: dict[str, list[Row]] = {
                 ("plc_watch", 2),
             )
         ),
-        # the one flagship the embedded model plans right (evals/planner/FLAGSHIPS.md)
-        Row(
-            "flagship.competitors.llama",
-            "flagship_layers",
-            None,
-            3,
-            {"name": "competitors", "planner": "llama", "_warmup": False},
+        # the flagships the embedded model plans right (evals/planner/FLAGSHIPS.md)
+        *(
+            Row(
+                f"flagship.{name}.llama",
+                "flagship_layers",
+                None,
+                3,
+                {"name": name, "planner": "llama", "_warmup": False},
+            )
+            for name in ("competitors", "mail_merge")
         ),
         Row("travel.llama", "run_layers", None, 5, {"planner": "llama", "_warmup": False}),
         Row(

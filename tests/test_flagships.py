@@ -201,3 +201,25 @@ def test_mail_merge_waits_for_approval_over_the_configured_size(
         short = run("mail_merge", tmp_path / "short", *options, "--approval-over", "20")
         assert short["status"] == "succeeded"
         assert len(sink.messages) == 16
+
+
+@pytest.mark.model
+def test_mail_merge_planned_by_the_embedded_model(tmp_path: Path, crm_database: str) -> None:
+    """The request planned by the default model instead of plan.json: the query names the
+    columns sql_query's description lists, and mail_merge takes the query's columns and rows
+    as they are (written out again, they once shifted every address to a name)."""
+    with SmtpSink() as sink:
+        options = ("--postgres", POSTGRES, "--crm-database", crm_database,
+                   "--smtp", f"127.0.0.1:{sink.port}", "--customers", "8",
+                   "--approval-over", "20", "--planner", "llama")  # fmt: skip
+        result = run("mail_merge", tmp_path, *options, timeout=600)
+    assert result["status"] == "succeeded", result["error"]
+    tools = [s["tool"] for s in result["steps"]]
+    assert tools[:2] == ["sql_query", "mail_merge"]
+    assert "renewal_date" in result["steps"][0]["args"]["sql"]
+    merge = next(s for s in result["steps"] if s["tool"] == "mail_merge")
+    assert merge["args"]["columns"] == result["steps"][0]["result"]["columns"]
+    recipients = sorted(str(m["To"]) for m in sink.messages)
+    assert recipients == [f"customer{i:02d}@example.com" for i in range(1, 9)]
+    first = min(sink.messages, key=lambda m: str(m["To"]))
+    assert "Customer 01" in first.get_payload(decode=True).decode()

@@ -111,7 +111,7 @@ def main() -> int:
         print(f"step 2 waits for approval: {result.error}\napproving it, then resuming")
         approve(run, result.run_id)
         result = run.run(resume=True)
-    merge = result.steps[-1].result or {}
+    merge = next((s.result for s in result.steps if s.tool == "mail_merge" and s.result), {})
     return run.report(result, {"sent": merge.get("sent", 0)}, args.json)
 
 
