@@ -820,9 +820,6 @@ def test_an_optional_time_of_day_the_request_never_states_is_left_out() -> None:
     assert plan(said, event.format("14:00"))[0].args["time"] == "14:00"
     quoted = "Put 'Submit VAT return at 09:00' in my calendar on 2027-02-28."
     assert "time" not in plan(quoted, event.format("09:00"))[0].args  # the title's own words
-    assert grounding.stated_times("call at 3, or at noon, or 9:30 p.m.") == {
-        "03:00",
-        "15:00",
-        "12:00",
-        "21:30",
-    }
+    for said in ("from 2 to 3pm", "at 14.30", "15:00h", "2 o'clock", "half past two", "3点"):
+        assert grounding.states_a_time(f"Call Ann {said}."), said
+    assert not grounding.states_a_time("Call Ann on 2027-02-28 for 30 minutes, 'at 09:00'.")

@@ -181,3 +181,17 @@ def test_the_rules_switched_off_are_off_for_plans_made_elsewhere_too() -> None:
     plural = Grounds(PACKS, "Search the PDFs in /srv/data for ACME", TODAY)
     glob = Step(1, "files_search", {"directory": "/srv/data", "text": "ACME", "pattern": "*.pdf"})
     assert plural.repair(glob, []) == glob  # "pdf" is said by "PDFs"
+
+
+def test_a_list_written_out_again_is_the_earlier_result_s_list_of_that_name() -> None:
+    request = "Email every customer in the crm database a renewal reminder"
+    rules = Grounds(PACKS, request, TODAY)
+    query = Step(1, "sql_query", {"database": "crm", "sql": "SELECT name, email FROM customers"})
+    merge = Step(2, "mail_merge", {"columns": ["email"], "rows": "$1.rows", "subject": "Hi",
+                                   "body": "Dear {name}"})  # fmt: skip
+    repaired = rules.repair(merge, [query])
+    assert repaired is not None
+    assert repaired.args["columns"] == "$1.columns"
+    columns = rules.tools["mail_merge"].parameters["properties"]["columns"]
+    given = Grounds(PACKS, "Email the customers in /srv/list.csv a reminder", TODAY)
+    assert given.options("mail_merge", "columns", columns, [query], [query]) is None

@@ -168,3 +168,21 @@ def test_the_planner_is_told_each_database_s_tables_in_the_query_tool(
     assert "empty:" not in description
     assert "gone" not in description
     assert "The tables:" not in registry.get("sql_schema").descriptor.description
+
+
+def test_a_database_that_never_answers_delays_registration_by_the_timeout_once(
+    sqlite_url: str,
+) -> None:
+    """A listener that accepts and never answers: the readable database is still described,
+    the silent ones left out (they are read at once: one timeout, not three; timed by no test)."""
+    import socket
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        port = silent.getsockname()[1]
+        mute = {f"mute{i}": f"postgresql://nobody@127.0.0.1:{port}/none" for i in range(3)}
+        sql = SqlTools(SqlPack(databases={"shop": sqlite_url, **mute}))
+        text = sql.described(timeout_s=1.0)
+    assert text.startswith("shop: items(id ")
+    assert "mute" not in text

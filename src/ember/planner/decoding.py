@@ -227,9 +227,12 @@ class PlanDecoder:
         return msgspec.structs.replace(step, each=f"${ref}")
 
     def _takes_whole(self, name: str, ref: str, earlier: list[Step]) -> bool:
-        """Whether a parameter of tool `name` takes the list `ref` (`1.rows`) as it is."""
-        props = self._tools[name].parameters.get("properties", {}).values()
-        return any(ref in self._grounds.references(schema, earlier) for schema in props)
+        """Whether tool `name` has a parameter named like the list `ref` (`rows` of `1.rows`)
+        that takes it as it is (a `to` list of addresses is not `1.members`)."""
+        props = self._tools[name].parameters.get("properties", {})
+        field = ref.rsplit(".", 1)[-1]
+        schema = props.get(field)
+        return schema is not None and ref in self._grounds.references(schema, earlier)
 
     @property
     def passes(self) -> int:
@@ -456,9 +459,10 @@ class PlanDecoder:
         if kind == "text":
             # A parameter documented to embed results ("{$N.field}") carries every result that
             # nothing else uses: a static plan has no other way to deliver them.
-            if grounding.is_template(schema):
-                return self._text([], ())  # its braces are the tool's placeholders: "{name}"
-            text = self._text(earlier, unused if "{$" in schema.get("description", "") else ())
+            if grounding.is_template(schema):  # its braces are the tool's placeholders: "{name}"
+                text = self._text([], ())
+            else:
+                text = self._text(earlier, unused if "{$" in schema.get("description", "") else ())
             if text.startswith("/") and text not in self._request:
                 raise _Ungrounded  # an absolute path the user never gave: invented
             if any(a not in self._grounds.emails for a in grounding.EMAIL.findall(text)):

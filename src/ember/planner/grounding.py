@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import functools
 import json
+import os
+import posixpath
 import re
 from collections.abc import Sequence
 from datetime import date, timedelta
@@ -177,10 +179,11 @@ def writes_before(
 
 
 def _paths_of(tool: ToolDescriptor, args: dict[str, Any]) -> list[str]:
-    """The literal paths among `args` (not references to results), without a trailing "/"."""
+    """The literal paths among `args` (not references to results), normalised (`~`, `..`, a
+    trailing "/")."""
     props = tool.parameters.get("properties", {})
     return [
-        value.rstrip("/") or "/"
+        posixpath.normpath(os.path.expanduser(value))
         for name, value in args.items()
         if isinstance(value, str)
         and next(references(value), None) is None
@@ -233,24 +236,18 @@ def stated_numbers(request: str, *, spoken: bool = True) -> set[float]:
     return digits | {value for values in words for value in values}
 
 
-CLOCK = re.compile(r"([01][0-9]|2[0-3]):[0-5][0-9]")  # a time of day as tools take it
-_HALF_DAY = re.compile(r"\b(\d{1,2})(?:[:.](\d{2}))?\s*([ap])\.?\s*m\b", re.IGNORECASE)
-_TWENTY_FOUR = re.compile(r"\b(\d{1,2}):(\d{2})\b(?!\s*[ap]\.?\s*m\b)", re.IGNORECASE)
-_AT_HOUR = re.compile(r"\bat\s+(\d{1,2})(?:\s*o'?clock)?\b(?![:.]?\d|\s*[ap]\.?\s*m\b)", re.I)
-_NAMED_TIMES = {"noon": "12:00", "midday": "12:00", "midnight": "00:00"}
+_TIME_PHRASE = re.compile(
+    r"\d\s*(?:[ap]\.?\s*m\b|h\b|uhr\b|o'?clock\b|点)|\d[:.]\d\d\b|T\d\d:\d\d"
+    r"|\b(?:noon|midday|midnight|half past|quarter (?:past|to))\b|\bat\s+\d{1,2}\b",
+    re.IGNORECASE,
+)
 
 
-def stated_times(request: str) -> set[str]:
-    """Every time of day the request states outside quoted text, as HH:MM: "15:00", "9:30",
-    "2pm" and "2:30 p.m." (14:00, 14:30), "noon", "midnight", and "at 3" (03:00 or 15:00)."""
-    rest = QUOTED.sub(" ", request)
-    found = {f"{int(h):02d}:{m}" for h, m in _TWENTY_FOUR.findall(rest)}
-    for hour, minute, half in _HALF_DAY.findall(rest):
-        found.add(f"{int(hour) % 12 + (12 if half.lower() == 'p' else 0):02d}:{minute or '00'}")
-    for hour in map(int, _AT_HOUR.findall(rest)):
-        found |= {f"{hour:02d}:00", f"{hour + 12:02d}:00" if hour < 12 else f"{hour:02d}:00"}
-    found |= {time for word, time in _NAMED_TIMES.items() if re.search(rf"\b{word}\b", rest, re.I)}
-    return {time for time in found if CLOCK.fullmatch(time)}
+def states_a_time(request: str) -> bool:
+    """Whether the request states any time of day outside quoted text ("15:00", "2pm", "14.30",
+    "15h", "2 o'clock", "noon", "half past two", "at 3", "3点"): a time the model then writes
+    is the request's, however it was phrased; a request that states none asks for no time."""
+    return bool(_TIME_PHRASE.search(QUOTED.sub(" ", request)))
 
 
 def unsupported(step: Step, tool: ToolDescriptor, request: str) -> list[str]:
@@ -512,7 +509,8 @@ class Grounds:
         self.integers = integers(request)
         self.paths = PATH.findall(without_emails) + relative_paths(request)
         self.stated = stated_numbers(request, spoken=spoken)
-        self.times = stated_times(request)
+        self.timed = states_a_time(request)
+        self.given_items = bool(QUOTED.search(request) or self.emails or self.codes or self.paths)
         self.off = off  # decoding rules switched off (`decoding.RULES`), to measure them
         # the tools that act, which a request that only asks to know something is not offered
         self.unasked = frozenset(
@@ -565,11 +563,11 @@ class Grounds:
         say: options the model adds from habit ("pattern": "*.pdf", ".*"). A longer text is
         the model's to compose; a reference comes from a result. A value equal to the
         parameter's `default` says nothing either: the call is the same without it; nor does
-        a time of day (HH:MM) the request does not state (`stated_times`)."""
+        a time of day (HH:MM) in a request that states none (`states_a_time`)."""
         if "default" in schema and _same(value, schema["default"]):
             return True
-        if isinstance(value, str) and CLOCK.fullmatch(value) and "times" not in self.off:
-            return value not in self.times  # "all day": no time; "at 2pm": 14:00
+        if value_kind(schema) == "hhmm" and "times" not in self.off:
+            return not self.timed  # "as an all-day thing": no time="23:59"
         if isinstance(value, str) and _free_text(schema):
             return "optional-text" not in self.off and not _says_text(self.request, value)
         return self.unstated(schema, value)
@@ -598,9 +596,10 @@ class Grounds:
         if schema.get("format") == "email":
             found = [f"${ref}" for ref in self.references(schema, earlier)]
             return [f'"{address}"' for address in self.emails] + found
-        if value_kind(schema) == "array" and "schema" not in self.off:
+        if value_kind(schema) == "array" and "schema" not in self.off and not self.given_items:
             # a list an earlier result holds under the parameter's own name is that list
-            # (mail_merge's columns and rows: sql_query's), not one written out again
+            # (mail_merge's columns and rows: sql_query's), not one written out again, where
+            # the request gives no item of its own (a path, an address, a quoted text, a code)
             named = [ref for ref in self.references(schema, earlier) if _last(ref) == name]
             return [f"${ref}" for ref in named] or None
         source = self.sources.get((tool, name))
@@ -702,9 +701,12 @@ class Grounds:
         used = {ref.step for s in earlier for ref in references([s.args, s.each])}
         unused = [s for s in earlier if s.id not in used]
         args: dict[str, Any] = {}
-        for name, value in step.args.items():
+        for name, written in step.args.items():
             schema = properties.get(name, {})
             options = self.options(step.tool, name, schema, list(earlier), unused)
+            value = written
+            if options and value_kind(schema) == "array" and not self._fits(schema, value, options):
+                value = options[0]  # the list an earlier result holds under this name
             if not self._fits(schema, value, options):
                 if name in required:
                     return None

@@ -162,7 +162,7 @@ class MailTools:
                     f"{columns}: pass the columns of the rows (sql_query's `columns`)",
                 )
             fields = dict(zip(columns, values, strict=True))
-            to = str(fields[to_column])
+            to = str(fields[to_column]).strip()  # CHAR(n) columns come padded
             if not ADDRESS.fullmatch(to):
                 raise ToolCallError(
                     "mail_merge",

@@ -111,23 +111,32 @@ class SqlTools:
         """
         return self._schema("sql_schema", database, self.config.timeout_s)
 
-    def described(self, timeout_s: float = 2.0) -> str:
+    def described(self, timeout_s: float = 2.0, limit: int = 2000) -> str:
         """Every database's tables and columns in a line ("crm: customers(id integer, ...)"),
-        for the planner to write queries with: read once, when the pack is registered, at most
-        `timeout_s` a database; one that cannot be read then is left out (a query naming what
-        it lacks is told its tables on the step)."""
+        for the planner to write queries with: read once, when the pack is registered, all
+        databases at once, `timeout_s` in all; one that cannot be read then is left out (a
+        query naming what it lacks is told its tables on the step). At most `limit`
+        characters."""
+        from concurrent.futures import ThreadPoolExecutor, wait
+
+        pool = ThreadPoolExecutor(max_workers=max(1, len(self.kinds)))
+        futures = {
+            name: pool.submit(self._schema, "sql_schema", name, timeout_s)
+            for name in sorted(self.kinds)
+        }
+        wait(futures.values(), timeout=timeout_s + 0.5)
+        pool.shutdown(wait=False, cancel_futures=True)
         parts = []
-        for database in sorted(self.kinds):
-            try:
-                schema = self._schema("sql_schema", database, timeout_s)
-            except ToolCallError:
+        for database, future in futures.items():
+            if not future.done() or future.exception() is not None:
                 continue
-            tables = {table["name"]: table["columns"] for table in schema["tables"]}
+            tables = {table["name"]: table["columns"] for table in future.result()["tables"]}
             if tables:
                 parts.append(
                     f"{database}: {tables_text(tables, limit=1000)[len('the tables: ') :]}"
                 )
-        return "; ".join(parts)
+        text = "; ".join(parts)
+        return text if len(text) <= limit else text[: limit - 3] + "..."
 
     def _schema(self, tool: str, database: str, timeout_s: float) -> Schema:
         kind = self.kinds.get(database)
