@@ -230,7 +230,7 @@ class PlanDecoder:
         """Whether tool `name` has a parameter named like the list `ref` (`rows` of `1.rows`)
         that takes it as it is (a `to` list of addresses is not `1.members`)."""
         props = self._tools[name].parameters.get("properties", {})
-        field = ref.rsplit(".", 1)[-1]
+        field = grounding.last_field(ref)
         schema = props.get(field)
         return schema is not None and ref in self._grounds.references(schema, earlier)
 

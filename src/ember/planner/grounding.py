@@ -197,7 +197,7 @@ def _same(value: Any, default: Any) -> bool:
     return isinstance(value, bool) == isinstance(default, bool) and value == default
 
 
-def _last(ref: str) -> str:
+def last_field(ref: str) -> str:
     """The last field a reference names (`rows` of `1.rows`)."""
     return ref.rsplit(".", 1)[-1]
 
@@ -600,7 +600,7 @@ class Grounds:
             # a list an earlier result holds under the parameter's own name is that list
             # (mail_merge's columns and rows: sql_query's), not one written out again, where
             # the request gives no item of its own (a path, an address, a quoted text, a code)
-            named = [ref for ref in self.references(schema, earlier) if _last(ref) == name]
+            named = [ref for ref in self.references(schema, earlier) if last_field(ref) == name]
             return [f"${ref}" for ref in named] or None
         source = self.sources.get((tool, name))
         path = is_path(name, schema)
@@ -622,7 +622,7 @@ class Grounds:
                 literals = self.integers
             else:  # a code ("C-20417"), or a number long enough to be an id ("20417")
                 literals = self.codes + [str(n) for n in self.integers if n >= 100]
-            named = [ref for ref in found if ref.rsplit(".", 1)[-1] in (name, "id")]
+            named = [ref for ref in found if last_field(ref) in (name, "id")]
             if not named and not literals and source is None:
                 # An id held by a result that is one plain text, nothing uses yet ("the file
                 # holds nothing but a customer id"): that text may be the id.
