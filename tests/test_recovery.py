@@ -65,21 +65,22 @@ def crashed_journal(
     interrupted: list[int],
     *,
     plan_done: bool = True,
+    at: float = 100.0,
 ) -> Any:
     """The journal a crash leaves: steps in `done` finished, those in `interrupted` have an
-    intent and no outcome."""
+    intent and no outcome; every record written at wall time `at`."""
     journal = open_at(path)
-    events: list[Event] = [RunStarted("r-1", 100.0, "task", "scripted", "2026-03-02", "gone:1")]
-    events += [PlanStep("r-1", 100.0, step) for step in plan]
+    events: list[Event] = [RunStarted("r-1", at, "task", "scripted", "2026-03-02", "gone:1")]
+    events += [PlanStep("r-1", at, step) for step in plan]
     if plan_done:
-        events.append(PlanDone("r-1", 100.0, len(plan)))
+        events.append(PlanDone("r-1", at, len(plan)))
     for step in plan:
         if step.id in done or step.id in interrupted:
             args = resolve(step.args, done)
             key = idempotency_key("r-1", step.id, step.tool, args)
-            events.append(StepIntent("r-1", 100.0, step.id, step.tool, args, key))
+            events.append(StepIntent("r-1", at, step.id, step.tool, args, key))
         if step.id in done:
-            events.append(StepDone("r-1", 100.0, step.id, done[step.id], 1.0, 0.5))
+            events.append(StepDone("r-1", at, step.id, done[step.id], 1.0, 0.5))
 
     async def write() -> None:
         for event in events:
@@ -202,6 +203,21 @@ def test_a_durable_sleep_keeps_its_deadline_across_a_restart(
     assert clock.slept[0] == 40.0  # only what remained of the 100 s
     assert clock.now == 200.0
     assert result.steps[0].result == {"woke_at": 200.0}
+    journal.close()
+
+
+def test_a_durable_sleep_of_a_week_is_not_cut_by_the_time_limit_of_a_call(
+    location: Path | str, world: DemoWorld
+) -> None:
+    clock = FakeClock(start=100.0)
+    week = 7 * 24 * 3600.0
+    journal = crashed_journal(location, [Step(1, "sleep", {"seconds": week})], {}, [1])
+    runtime = Runtime(
+        demo_registry(world), None, journal, wall=clock, sleep=clock.sleep, clock=clock
+    )
+    result = asyncio.run(runtime.resume("r-1"))
+    assert result.status is RunStatus.SUCCEEDED, result.steps[0].error
+    assert clock.now == 100.0 + week
     journal.close()
 
 
