@@ -123,47 +123,34 @@ def test_invoice_batch_killed_mid_way_books_every_invoice_exactly_once(tmp_path:
 
 @pytest.fixture
 def line() -> Iterator[SimulatedLine]:
-    with SimulatedLine() as simulated:
+    with SimulatedLine(step=10) as simulated:  # 70, 80, 90, ...: above 80 at the third read
         yield simulated
 
 
-def test_plc_watch_restarted_mid_loop_sends_no_duplicate_alert(
+def test_plc_watch_restarted_mid_loop_sends_one_alert_and_repeats_no_reading(
     tmp_path: Path, line: SimulatedLine
 ) -> None:
     with SmtpSink() as sink:
         options = ("--plc", f"127.0.0.1:{line.port}", "--smtp", f"127.0.0.1:{sink.port}")
         child = start("plc_watch", tmp_path, *options)
-        # killed once the alert is sent and logged as sent (the Message-ID, the step's key)
-        wait_for(lambda: _logged_sent(tmp_path) == 1 or child.poll() is not None, timeout=120)
+        # killed mid-loop, after two readings a second apart (70 and 80: no alert yet)
+        wait_for(lambda: line.reads >= 2 or child.poll() is not None, timeout=120)
         assert child.poll() is None, "the watch finished before it could be killed"
         child.send_signal(signal.SIGKILL)
         child.wait()
         reads_before = line.reads
-        assert reads_before < 8
+        assert sink.messages == []
         result = run("plc_watch", tmp_path, *options, "--resume")
         assert result["status"] == "succeeded"
-        assert len(sink.messages) == 1  # the alert sent before the kill, and no other
+        assert len(sink.messages) == 1
     alert = sink.messages[0]
     assert alert["Subject"] == "Oven 1 above 80 °C"
-    readings = [s["result"]["values"][0] for s in result["steps"] if s["tool"] == "plc_read"]
-    assert len(readings) == 8
-    assert readings == sorted(readings)  # the line's temperature only rises
-    sent = [s for s in result["steps"] if s["tool"] == "mail_alert" and s["result"]["sent"]]
-    assert [s["result"]["message_id"] for s in sent] == [alert["Message-ID"]]
-    assert line.reads <= 8 + 1  # readings made before the kill were not made again
-
-
-def _logged_sent(work: Path) -> int:
-    import sqlite3
-
-    log = work / "outbox" / ".ember-sent.sqlite"
-    if not log.exists():
-        return 0
-    try:
-        with sqlite3.connect(f"file:{log}?mode=ro", uri=True) as db:
-            return int(db.execute("SELECT count(*) FROM sent WHERE state='sent'").fetchone()[0])
-    except sqlite3.OperationalError:  # being created
-        return 0
+    watch, mailed = [s["result"] for s in result["steps"]]
+    assert (watch["went_above"], watch["value"]) == (True, 90)
+    assert watch["readings"] <= 8  # the schedule kept: readings due while it was down not made
+    assert line.reads == reads_before + 1  # readings made before the kill were not made again
+    assert (mailed["sent"], mailed["message_id"]) == (True, alert["Message-ID"])
+    assert f"read 90 °C at reading {watch['readings']}" in alert.get_content()
 
 
 @pytest.fixture
@@ -223,3 +210,21 @@ def test_mail_merge_planned_by_the_embedded_model(tmp_path: Path, crm_database: 
     assert recipients == [f"customer{i:02d}@example.com" for i in range(1, 9)]
     first = min(sink.messages, key=lambda m: str(m["To"]))
     assert "Customer 01" in first.get_payload(decode=True).decode()
+
+
+@pytest.mark.model
+def test_plc_watch_planned_by_the_embedded_model(tmp_path: Path, line: SimulatedLine) -> None:
+    """The request planned by the default model instead of plan.json: one watch of the
+    register (every second, 8 readings at most, until above 80), then one alert of its value."""
+    with SmtpSink() as sink:
+        options = ("--plc", f"127.0.0.1:{line.port}", "--smtp", f"127.0.0.1:{sink.port}",
+                   "--planner", "llama")  # fmt: skip
+        result = run("plc_watch", tmp_path, *options, timeout=600)
+    assert result["status"] == "succeeded", result["error"]
+    watch, alert = result["steps"]
+    assert (watch["tool"], alert["tool"]) == ("plc_watch", "mail_alert")
+    assert {k: watch["args"][k] for k in ("kind", "address", "above", "readings")} == {
+        "kind": "holding_registers", "address": 0, "above": 80, "readings": 8}  # fmt: skip
+    assert watch["result"] == {"went_above": True, "value": 90, "readings": 3}
+    assert (alert["args"]["value"], alert["result"]["sent"]) == (90, True)  # the watch's value
+    assert [str(m["To"]) for m in sink.messages] == ["ops@example.com"]

@@ -3,14 +3,17 @@ a server that never answers, and a port where nothing listens."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from examples.fixtures import SimulatedLine, free_port
 
+from ember import Runtime
 from ember.config import Packs, PlcPack
 from ember.plan import Step
 from ember.tools.packs.plc import PlcTools
@@ -97,3 +100,39 @@ def test_failures_are_clear_errors_on_the_step(
     error = failure(packs_registry(Packs(plc=loose), tmp_path), "plc_write", coils,
                     tmp_path / "4")  # fmt: skip
     assert "coil values must be 0 or 1, got [3]" in error
+
+
+def test_a_watch_reads_until_the_value_goes_above_its_limit(tmp_path: Path) -> None:
+    with SimulatedLine(start=60, step=10) as rising:  # 70, 80, 90, ... one read at a time
+        registry = packs_registry(Packs(plc=PlcPack(host="127.0.0.1", port=rising.port)), tmp_path)
+        watch = {"kind": "holding_registers", "address": 0, "above": 85, "every_s": 0.05}
+        steps = recorded_steps(registry, [Step(1, "plc_watch", {**watch, "readings": 8})], tmp_path)
+        assert steps[1].result == {"went_above": True, "value": 90, "readings": 3}
+        assert rising.reads == 3  # it stopped there
+        quiet = recorded_steps(
+            registry,
+            [Step(1, "plc_watch", {**watch, "above": 1000, "readings": 2})],
+            tmp_path / "2",
+        )
+        assert quiet[1].result == {"went_above": False, "value": 95, "readings": 2}
+    error = failure(registry, "plc_watch", {**watch, "readings": 10**9}, tmp_path / "3")
+    assert "watches for more than a year" in error
+
+
+def test_a_watch_restarted_keeps_its_schedule_and_makes_no_reading_late(tmp_path: Path) -> None:
+    """The process restarts 6 s into a watch every 4 s (real time): the reading due at 0 s
+    is not made again, the one due at 4 s is made at once, the next at 8 s."""
+    from .test_recovery import crashed_journal
+
+    watch = {"kind": "holding_registers", "address": 0, "above": 75, "readings": 8, "every_s": 4}
+    with SimulatedLine(start=60, step=10) as rising:  # 70, 80, ...
+        registry = packs_registry(Packs(plc=PlcPack(host="127.0.0.1", port=rising.port)), tmp_path)
+        began = time.time() - 6
+        journal = crashed_journal(
+            tmp_path / "j.db", [Step(1, "plc_watch", watch)], {}, [1], at=began
+        )
+        result = asyncio.run(Runtime(registry, None, journal).resume("r-1"))
+        journal.close()
+        assert rising.reads == 2
+    assert result.steps[0].result == {"went_above": True, "value": 80, "readings": 3}
+    assert time.time() - began >= 8

@@ -6,9 +6,10 @@ already made are not made again, the waits keep their deadlines, and no alert is
     python -m examples.plc_watch.run [--work DIR] [--plc HOST:PORT] [--smtp HOST:PORT]
 
 Without --plc it starts the simulated line itself; without --smtp alerts go to the Maildir
-outbox WORK/outbox. The loop is the plan: 8 readings, each after a durable `sleep` counted
-from the run's start, each followed by a `mail_alert` step that sends only when the reading
-crosses the threshold (the reading before was at or below it).
+outbox WORK/outbox. The plan is two steps: `plc_watch` reads the register every second, at
+most 8 times, until it goes above 80 (a restarted watch keeps its schedule, counted from when
+it first started, and makes no reading late), then `mail_alert` mails the reading if it is
+above the threshold, once: the step's idempotency key is the mail's Message-ID.
 """
 
 from __future__ import annotations
@@ -54,9 +55,9 @@ def main() -> int:
         run = flagship(Path(args.work), plc, smtp)
         run.planner = args.planner
         result = run.run(resume=args.resume)
-    readings = [s.result["values"][0] for s in result.steps if s.tool == "plc_read" and s.result]
+    watch = next((s.result for s in result.steps if s.tool == "plc_watch"), None)
     alerts = [s.id for s in result.steps if s.tool == "mail_alert" and (s.result or {}).get("sent")]
-    return run.report(result, {"readings": readings, "alert sent by step": alerts}, args.json)
+    return run.report(result, {"watch": watch, "alert sent by step": alerts}, args.json)
 
 
 if __name__ == "__main__":

@@ -17,13 +17,18 @@ a connection refused.
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import math
 from typing import Annotated, Any, Literal, TypedDict
 
 import msgspec
 
 from ember.config import PlcPack
 from ember.errors import ToolCallError
+from ember.tools.context import current_executor, current_step
 from ember.tools.decorator import ToolFunction, tool
+from ember.tools.timers import WAIT_LIMIT_S
 
 __all__ = ["PlcTools"]
 
@@ -38,6 +43,12 @@ class Reading(TypedDict):
     address: int
     unit: int
     values: list[int]
+
+
+class Watch(TypedDict):
+    went_above: bool
+    value: int
+    readings: int
 
 
 class Written(TypedDict):
@@ -55,7 +66,7 @@ class PlcTools:
         self.where = f"PLC {config.host}:{config.port}"
 
     def tools(self) -> list[ToolFunction]:
-        return [self.plc_read, self.plc_write]
+        return [self.plc_read, self.plc_watch, self.plc_write]
 
     @tool(idempotent=True, read_only=True)
     def plc_read(
@@ -78,16 +89,51 @@ class PlcTools:
                 identical calls are made once).
         """
         unit = self.config.unit if unit is None else unit
-        method = {
-            "coils": "read_coils",
-            "discrete_inputs": "read_discrete_inputs",
-            "holding_registers": "read_holding_registers",
-            "input_registers": "read_input_registers",
-        }[kind]
-        what = f"{kind} {address}..{address + count - 1} of unit {unit}"
-        response = self._request("plc_read", what, method, address, count=count, device_id=unit)
-        raw = response.bits[:count] if kind in ("coils", "discrete_inputs") else response.registers
-        return {"kind": kind, "address": address, "unit": unit, "values": [int(v) for v in raw]}
+        values = self._read("plc_read", kind, address, count, unit)
+        return {"kind": kind, "address": address, "unit": unit, "values": values}
+
+    @tool(idempotent=True, read_only=True, timeout_s=WAIT_LIMIT_S)
+    async def plc_watch(
+        self,
+        kind: ReadKind,
+        address: Address,
+        above: float,
+        readings: Annotated[int, msgspec.Meta(ge=1)],
+        every_s: Annotated[float, msgspec.Meta(gt=0)] = 1.0,
+        unit: Unit | None = None,
+    ) -> Watch:
+        """Read a coil or register every `every_s` seconds, at most `readings` times, until
+        its value goes above `above`: whether it did, and the last value read. After a
+        restart the watch keeps its schedule, counted from when it first started: a reading
+        whose time has passed is not made late.
+
+        Args:
+            kind: What to read.
+            address: Its address (0-based).
+            above: The limit watched for.
+            readings: The most readings to make.
+            every_s: Seconds between readings.
+            unit: The Modbus device id (default: the pack's unit).
+        """
+        if readings * every_s > WAIT_LIMIT_S:
+            raise ToolCallError(
+                "plc_watch",
+                f"readings={readings} every_s={every_s} watches for more than a year: "
+                "watch for less, or less often",
+            )
+        unit = self.config.unit if unit is None else unit
+        step = current_step()
+        loop = asyncio.get_running_loop()
+        # the reading due now, or the last one: the watch ends with a value read
+        due = min(max(0, math.floor((step.wall() - step.intent_at) / every_s)), readings - 1)
+        value = 0
+        for number in range(due, readings):
+            await step.sleep(max(0.0, step.intent_at + number * every_s - step.wall()))
+            read = functools.partial(self._read, "plc_watch", kind, address, 1, unit)
+            value = (await loop.run_in_executor(current_executor(), read))[0]
+            if value > above:
+                return {"went_above": True, "value": value, "readings": number + 1}
+        return {"went_above": False, "value": value, "readings": readings}
 
     @tool(idempotent=True, risk="high", read_only=False)
     def plc_write(
@@ -120,6 +166,18 @@ class PlcTools:
                 raise ToolCallError("plc_write", f"register values must be 0-65535, got {values}")
             self._request("plc_write", what, "write_registers", address, values, device_id=unit)
         return {"kind": kind, "address": address, "unit": unit, "written": len(values)}
+
+    def _read(self, tool: str, kind: ReadKind, address: int, count: int, unit: int) -> list[int]:
+        method = {
+            "coils": "read_coils",
+            "discrete_inputs": "read_discrete_inputs",
+            "holding_registers": "read_holding_registers",
+            "input_registers": "read_input_registers",
+        }[kind]
+        what = f"{kind} {address}..{address + count - 1} of unit {unit}"
+        response = self._request(tool, what, method, address, count=count, device_id=unit)
+        raw = response.bits[:count] if kind in ("coils", "discrete_inputs") else response.registers
+        return [int(v) for v in raw]
 
     def _request(self, tool: str, what: str, method: str, *args: Any, **kwargs: Any) -> Any:
         from pymodbus.client import ModbusTcpClient
