@@ -18,7 +18,7 @@ import numpy as np
 
 from ember.plan import Step
 from ember.planner import grounding
-from ember.planner.compact import field_paths, render_step
+from ember.planner.compact import field_paths, render_step, value_kind
 from ember.planner.decoding import PlanDecoder
 from ember.planner.vocabulary import Logits, Vocabulary, _common_prefix
 from ember.tools.demo import demo_catalog
@@ -386,6 +386,9 @@ def test_a_call_made_again_on_its_own_output_is_recognised() -> None:
     assert not grounding.reapplies(shorter, [read, summary])
     assert not grounding.reapplies(summary, [read])
     assert not grounding.reapplies(onward, [converted])
+    wrote = Step(3, "write_file", {"path": "/out/s.txt", "content": "$2.summary"})
+    over = Step(4, "write_file", {"path": "$3.path", "content": "$3.path"})
+    assert grounding.reapplies(over, [read, summary, wrote])  # nothing but its own output
 
 
 def test_sources_and_standard_codes_are_read_from_the_catalogue() -> None:
@@ -769,6 +772,23 @@ def test_a_call_on_a_path_an_earlier_step_changes_is_written_to_run_after_it() -
     assert apart[1].after == []  # another folder: the two may run together
 
 
+def test_a_value_that_may_be_null_is_decoded_as_its_other_type() -> None:
+    """`int | None` is `["integer", "null"]`: an integer, never free text ("unit": "°C")."""
+    reader = _tool(
+        "read_registers",
+        {
+            "address": {"type": "integer"},
+            "unit": {"type": ["integer", "null"], "description": "The device id."},
+        },
+        ["address"],
+    )
+    request = "Read register 7 of device 3"
+    steps = plan(request, "1. read_registers(address=7, unit=3)\ndone", catalogue=(reader,))
+    assert steps[0].args == {"address": 7, "unit": 3}
+    assert value_kind({"type": ["number", "null"]}) == "number"
+    assert value_kind({"type": ["string", "integer"]}) == "text"
+
+
 def test_only_a_step_that_acts_on_the_same_path_or_around_it_orders_a_later_one() -> None:
     tools = {tool.tool_name: tool for tool in CATALOGUE}
     wrote = Step(id=1, tool="write_file", args={"path": "/srv/drop/README.txt", "content": "x"})
@@ -806,6 +826,23 @@ def test_an_optional_value_equal_to_its_default_is_left_out() -> None:
         "to_column": "address",
         "retries": 3,
     }
+
+
+def test_an_optional_value_that_repeats_another_argument_s_reference_is_left_out() -> None:
+    """`previous=$1.pr_number` beside `value=$1.pr_number`: the same result twice in one call."""
+    alert = _tool(
+        "alert",
+        {"value": {"type": "number"}, "previous": {"type": ["number", "null"]}},
+        ["value"],
+    )
+    listed = Step(1, "list_prs", {})
+    catalogue = (*OPS, alert)
+    wish = "1. list_prs()\n2. alert(value=$1.prs.0.pr_number, previous=$1.prs.0.pr_number)\ndone"
+    steps = plan("Alert on the first PR above 5", wish, catalogue=catalogue, earlier=[listed])
+    assert steps[0].args == {"value": "$1.prs.0.pr_number"}
+    other = "1. list_prs()\n2. alert(value=$1.prs.0.pr_number, previous=$1.prs.1.pr_number)\ndone"
+    steps = plan("Alert on the first PR above 5", other, catalogue=catalogue, earlier=[listed])
+    assert steps[0].args == {"value": "$1.prs.0.pr_number", "previous": "$1.prs.1.pr_number"}
 
 
 def test_an_optional_time_of_day_the_request_never_states_is_left_out() -> None:

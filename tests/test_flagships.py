@@ -147,10 +147,10 @@ def test_plc_watch_restarted_mid_loop_sends_one_alert_and_repeats_no_reading(
     assert alert["Subject"] == "Oven 1 above 80 °C"
     watch, mailed = [s["result"] for s in result["steps"]]
     assert (watch["went_above"], watch["value"]) == (True, 90)
-    assert watch["readings"] <= 8  # the schedule kept: readings due while it was down not made
+    assert watch["count"] <= 8  # the schedule kept: readings due while it was down not made
     assert line.reads == reads_before + 1  # readings made before the kill were not made again
     assert (mailed["sent"], mailed["message_id"]) == (True, alert["Message-ID"])
-    assert f"read 90 °C at reading {watch['readings']}" in alert.get_content()
+    assert f"read 90 °C at reading {watch['count']}" in alert.get_content()
 
 
 @pytest.fixture
@@ -225,6 +225,6 @@ def test_plc_watch_planned_by_the_embedded_model(tmp_path: Path, line: Simulated
     assert (watch["tool"], alert["tool"]) == ("plc_watch", "mail_alert")
     assert {k: watch["args"][k] for k in ("kind", "address", "above", "readings")} == {
         "kind": "holding_registers", "address": 0, "above": 80, "readings": 8}  # fmt: skip
-    assert watch["result"] == {"went_above": True, "value": 90, "readings": 3}
+    assert watch["result"] == {"went_above": True, "value": 90, "count": 3}
     assert (alert["args"]["value"], alert["result"]["sent"]) == (90, True)  # the watch's value
     assert [str(m["To"]) for m in sink.messages] == ["ops@example.com"]

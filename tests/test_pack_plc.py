@@ -107,14 +107,14 @@ def test_a_watch_reads_until_the_value_goes_above_its_limit(tmp_path: Path) -> N
         registry = packs_registry(Packs(plc=PlcPack(host="127.0.0.1", port=rising.port)), tmp_path)
         watch = {"kind": "holding_registers", "address": 0, "above": 85, "every_s": 0.05}
         steps = recorded_steps(registry, [Step(1, "plc_watch", {**watch, "readings": 8})], tmp_path)
-        assert steps[1].result == {"went_above": True, "value": 90, "readings": 3}
+        assert steps[1].result == {"went_above": True, "value": 90, "count": 3}
         assert rising.reads == 3  # it stopped there
         quiet = recorded_steps(
             registry,
             [Step(1, "plc_watch", {**watch, "above": 1000, "readings": 2})],
             tmp_path / "2",
         )
-        assert quiet[1].result == {"went_above": False, "value": 95, "readings": 2}
+        assert quiet[1].result == {"went_above": False, "value": 95, "count": 2}
     error = failure(registry, "plc_watch", {**watch, "readings": 10**9}, tmp_path / "3")
     assert "watches for more than a year" in error
 
@@ -134,5 +134,5 @@ def test_a_watch_restarted_keeps_its_schedule_and_makes_no_reading_late(tmp_path
         result = asyncio.run(Runtime(registry, None, journal).resume("r-1"))
         journal.close()
         assert rising.reads == 2
-    assert result.steps[0].result == {"went_above": True, "value": 80, "readings": 3}
+    assert result.steps[0].result == {"went_above": True, "value": 80, "count": 3}
     assert time.time() - began >= 8

@@ -28,6 +28,7 @@ __all__ = [
     "DONE",
     "FOR_EACH",
     "field_paths",
+    "json_type",
     "render_plan",
     "render_step",
     "text_paths",
@@ -62,12 +63,23 @@ def _render_value(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+def json_type(schema: dict[str, Any]) -> str | None:
+    """A schema's JSON type, with `null` left out of a list of types (`int | None`:
+    `["integer", "null"]` is "integer"): a plan omits a value it has none for, and a result's
+    field that may be null holds the other type when it holds anything."""
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kinds = [k for k in kind if k != "null"]
+        return str(kinds[0]) if len(kinds) == 1 else None
+    return None if kind is None else str(kind)
+
+
 def value_kind(schema: dict[str, Any]) -> str:
     """How a parameter's literal value is decoded: `enum`, `date`, `code3`, `hhmm`, `integer`,
     `number`, `boolean`, `array` or `text`."""
     if "enum" in schema:
         return "enum"
-    kind = schema.get("type")
+    kind = json_type(schema)
     if kind == "string":
         pattern = schema.get("pattern", "")
         if schema.get("format") == "date":
@@ -94,11 +106,11 @@ def field_paths(
     paths = list(_walk(returns or {}, ""))
     if parameter is None:
         return [path for path, _ in paths]
-    if (returns or {}).get("type") == "object":
+    if json_type(returns or {}) == "object":
         paths.insert(0, ("", returns or {}))
     wanted = _json_type(parameter)
     form = parameter.get("format")
-    needed = set(parameter.get("required", [])) if parameter.get("type") == "object" else set()
+    needed = set(parameter.get("required", [])) if json_type(parameter) == "object" else set()
     return [
         path
         for path, schema in paths
@@ -114,8 +126,8 @@ def list_paths(returns: dict[str, Any] | None) -> list[tuple[str, dict[str, Any]
     return [
         (path, schema.get("items", {}))
         for path, schema in _walk(returns or {}, "")
-        if schema.get("type") == "array"
-        and schema.get("items", {}).get("type") in ("object", "string", "number", "integer")
+        if json_type(schema) == "array"
+        and json_type(schema.get("items", {})) in ("object", "string", "number", "integer")
         and not any(segment.isdigit() for segment in path.split("."))
     ]
 
@@ -126,7 +138,7 @@ def text_paths(returns: dict[str, Any] | None) -> list[str]:
     return [
         path
         for path, schema in _walk(returns or {}, "")
-        if schema.get("type") == "string"
+        if json_type(schema) == "string"
         and not {"format", "pattern", "enum"} & schema.keys()
         and not path.endswith(("_id", ".id"))
         and not path.rsplit(".", 1)[-1].isdigit()
@@ -134,7 +146,7 @@ def text_paths(returns: dict[str, Any] | None) -> list[str]:
 
 
 def _walk(schema: dict[str, Any], path: str) -> Iterator[tuple[str, dict[str, Any]]]:
-    kind = schema.get("type")
+    kind = json_type(schema)
     if kind == "object":
         if path:
             yield path, schema
@@ -144,7 +156,7 @@ def _walk(schema: dict[str, Any], path: str) -> Iterator[tuple[str, dict[str, An
         if path:
             yield path, schema
         items = schema.get("items", {})
-        if items.get("type") in ("object", "string", "number", "integer"):
+        if json_type(items) in ("object", "string", "number", "integer"):
             for index in range(MAX_INDEX):
                 yield from _walk(items, f"{path}.{index}")
     elif path:
@@ -152,7 +164,7 @@ def _walk(schema: dict[str, Any], path: str) -> Iterator[tuple[str, dict[str, An
 
 
 def _json_type(schema: dict[str, Any]) -> str:
-    kind = str(schema.get("type", "any"))
+    kind = json_type(schema) or "any"
     if kind == "integer":
         return "number"
     if kind == "array":

@@ -375,7 +375,9 @@ class PlanDecoder:
                 if grounding.breaks_pattern(props[name], value):
                     if name in required:
                         raise _Ungrounded  # a value its tool would refuse ("#" missing)
-                elif name in required or not self._grounds.unsaid(props[name], value):
+                elif name in required or not (
+                    self._grounds.unsaid(props[name], value) or _repeats(value, args)
+                ):
                     args[name] = value  # an optional number or choice never said: left out
             else:
                 args[name] = self._identifier(
@@ -561,6 +563,12 @@ _DECIMAL = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 def _indexed(reference: str) -> bool:
     """Whether a reference (`1.files.0`) points at one item of a list."""
     return any(segment.isdigit() for segment in reference.split(".")[1:])
+
+
+def _repeats(value: Any, args: dict[str, Any]) -> bool:
+    """Whether `value` is a whole reference another argument of the call already is: an
+    optional `previous=$1.value` beside `value=$1.value` passes the same result twice."""
+    return isinstance(value, str) and value.startswith("$") and value in args.values()
 
 
 def _literal(value: Any) -> str:

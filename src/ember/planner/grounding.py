@@ -374,8 +374,19 @@ def _plain(value: float) -> str:
 
 def reapplies(step: Step, earlier: list[Step]) -> bool:
     """Whether `step` makes an earlier step's call again, with that step's result in place of
-    one argument and every other argument the same."""
+    one argument and every other argument the same, or with nothing but that step's result
+    for its arguments (a write of what the write returned)."""
     by_id = {s.id: s for s in earlier}
+    found = [list(references({name: value})) for name, value in step.args.items()]
+    sources = {ref.step for refs in found for ref in refs}
+    if (
+        step.args
+        and all(refs for refs in found)
+        and len(sources) == 1
+        and (source := by_id.get(sources.pop())) is not None
+        and source.tool == step.tool
+    ):
+        return True
     for name, value in step.args.items():
         for ref in references({name: value}):
             source = by_id.get(ref.step)
@@ -546,7 +557,7 @@ class Grounds:
             return False
         if "enum" in schema:
             return all(self.unstated(schema, value) for value in schema["enum"])
-        return schema.get("type") in ("integer", "number") and not self.stated
+        return value_kind(schema) in ("integer", "number") and not self.stated
 
     def unstated(self, schema: dict[str, Any], value: Any) -> bool:
         """A literal number, or one of an enum's values, that the request does not state:
@@ -618,7 +629,7 @@ class Grounds:
             if not literals and not named:
                 literals = self.paths
         else:
-            if schema.get("type") == "integer":
+            if value_kind(schema) == "integer":
                 literals = self.integers
             else:  # a code ("C-20417"), or a number long enough to be an id ("20417")
                 literals = self.codes + [str(n) for n in self.integers if n >= 100]

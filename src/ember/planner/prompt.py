@@ -16,7 +16,7 @@ from typing import Any
 
 from ember.plan import Plan
 from ember.planner.base import PlanningTask
-from ember.planner.compact import render_plan, render_step
+from ember.planner.compact import json_type, render_plan, render_step
 from ember.planner.dates import annotate_dates
 from ember.planner.grounding import asks_for_each
 from ember.planner.numbers import annotate_numbers
@@ -151,10 +151,10 @@ def _type_name(schema: dict[str, Any]) -> str:
         return "|".join(json.dumps(value) for value in schema["enum"])
     if schema.get("format") == "date":
         return "date"
-    kind = schema.get("type", "any")
+    kind = json_type(schema) or "any"
     if kind == "array":
         return f"list of {_type_name(schema.get('items', {}))}"
-    return str(kind)
+    return kind
 
 
 def system_text(catalogue: Sequence[ToolDescriptor]) -> str:

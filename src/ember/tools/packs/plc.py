@@ -48,7 +48,7 @@ class Reading(TypedDict):
 class Watch(TypedDict):
     went_above: bool
     value: int
-    readings: int
+    count: int
 
 
 class Written(TypedDict):
@@ -99,13 +99,14 @@ class PlcTools:
         address: Address,
         above: float,
         readings: Annotated[int, msgspec.Meta(ge=1)],
+        *,
         every_s: Annotated[float, msgspec.Meta(gt=0)] = 1.0,
         unit: Unit | None = None,
     ) -> Watch:
         """Read a coil or register every `every_s` seconds, at most `readings` times, until
-        its value goes above `above`: whether it did, and the last value read. After a
-        restart the watch keeps its schedule, counted from when it first started: a reading
-        whose time has passed is not made late.
+        its value goes above `above`: whether it did (`went_above`), the last `value` read, and
+        the `count` of readings its schedule took. After a restart the watch keeps its schedule,
+        counted from when it first started: a reading whose time has passed is not made late.
 
         Args:
             kind: What to read.
@@ -132,8 +133,8 @@ class PlcTools:
             read = functools.partial(self._read, "plc_watch", kind, address, 1, unit)
             value = (await loop.run_in_executor(current_executor(), read))[0]
             if value > above:
-                return {"went_above": True, "value": value, "readings": number + 1}
-        return {"went_above": False, "value": value, "readings": readings}
+                return {"went_above": True, "value": value, "count": number + 1}
+        return {"went_above": False, "value": value, "count": readings}
 
     @tool(idempotent=True, risk="high", read_only=False)
     def plc_write(
