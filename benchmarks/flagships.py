@@ -1,7 +1,7 @@
 """The flagship workflows of examples/ end to end: each run's L1-L4, in one process, a fresh
 work folder per run, planned by the scripted planner (the flagship's plan.json) or by the
-embedded model (`planner="llama"`: the competitor analysis and the mail merge, the two it plans
-right today)."""
+embedded model (`planner="llama"`: the competitor analysis, the mail merge and the PLC watch,
+the three it plans right today)."""
 
 from __future__ import annotations
 

@@ -231,7 +231,7 @@ SUITES: dict[str, list[Row]] = {
                 3,
                 {"name": name, "planner": "llama", "_warmup": False},
             )
-            for name in ("competitors", "mail_merge")
+            for name in ("competitors", "mail_merge", "plc_watch")
         ),
         Row("travel.llama", "run_layers", None, 5, {"planner": "llama", "_warmup": False}),
         Row(
