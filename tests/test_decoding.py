@@ -389,6 +389,9 @@ def test_a_call_made_again_on_its_own_output_is_recognised() -> None:
     wrote = Step(3, "write_file", {"path": "/out/s.txt", "content": "$2.summary"})
     over = Step(4, "write_file", {"path": "$3.path", "content": "$3.path"})
     assert grounding.reapplies(over, [read, summary, wrote])  # nothing but its own output
+    page = Step(1, "search", {"query": "bug", "cursor": ""})
+    onward = Step(2, "search", {"query": "$1.query", "cursor": "$1.next_cursor"})
+    assert not grounding.reapplies(onward, [page])  # the next page: a field of its output
 
 
 def test_sources_and_standard_codes_are_read_from_the_catalogue() -> None:

@@ -105,7 +105,7 @@ def test_failures_are_clear_errors_on_the_step(
 def test_a_watch_reads_until_the_value_goes_above_its_limit(tmp_path: Path) -> None:
     with SimulatedLine(start=60, step=10) as rising:  # 70, 80, 90, ... one read at a time
         registry = packs_registry(Packs(plc=PlcPack(host="127.0.0.1", port=rising.port)), tmp_path)
-        watch = {"kind": "holding_registers", "address": 0, "above": 85, "every_s": 0.05}
+        watch = {"kind": "holding_registers", "address": 0, "above": 85, "every_s": 0.1}
         steps = recorded_steps(registry, [Step(1, "plc_watch", {**watch, "readings": 8})], tmp_path)
         assert steps[1].result == {"went_above": True, "value": 90, "count": 3}
         assert rising.reads == 3  # it stopped there
@@ -117,17 +117,25 @@ def test_a_watch_reads_until_the_value_goes_above_its_limit(tmp_path: Path) -> N
         assert quiet[1].result == {"went_above": False, "value": 95, "count": 2}
     error = failure(registry, "plc_watch", {**watch, "readings": 10**9}, tmp_path / "3")
     assert "watches for more than a year" in error
+    error = failure(
+        registry, "plc_watch", {**watch, "readings": 2, "every_s": 0.01}, tmp_path / "4"
+    )
+    assert "every_s" in error
+    port = free_port()  # nothing listens: three readings missed in a row end the watch
+    gone = packs_registry(Packs(plc=PlcPack(host="127.0.0.1", port=port, timeout_s=0.3)), tmp_path)
+    error = failure(gone, "plc_watch", {**watch, "every_s": 0.1, "readings": 8}, tmp_path / "5")
+    assert f"cannot connect to PLC 127.0.0.1:{port}" in error
 
 
 def test_a_watch_restarted_keeps_its_schedule_and_makes_no_reading_late(tmp_path: Path) -> None:
-    """The process restarts 6 s into a watch every 4 s (real time): the reading due at 0 s
-    is not made again, the one due at 4 s is made at once, the next at 8 s."""
+    """The process restarts 16 s into a watch every 10 s (real time): the reading due at 0 s
+    is not made again, the one due at 10 s is made at once, the next at 20 s."""
     from .test_recovery import crashed_journal
 
-    watch = {"kind": "holding_registers", "address": 0, "above": 75, "readings": 8, "every_s": 4}
+    watch = {"kind": "holding_registers", "address": 0, "above": 75, "readings": 8, "every_s": 10}
     with SimulatedLine(start=60, step=10) as rising:  # 70, 80, ...
         registry = packs_registry(Packs(plc=PlcPack(host="127.0.0.1", port=rising.port)), tmp_path)
-        began = time.time() - 6
+        began = time.time() - 16
         journal = crashed_journal(
             tmp_path / "j.db", [Step(1, "plc_watch", watch)], {}, [1], at=began
         )
@@ -135,4 +143,4 @@ def test_a_watch_restarted_keeps_its_schedule_and_makes_no_reading_late(tmp_path
         journal.close()
         assert rising.reads == 2
     assert result.steps[0].result == {"went_above": True, "value": 80, "count": 3}
-    assert time.time() - began >= 8
+    assert time.time() - began >= 20

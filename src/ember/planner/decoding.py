@@ -32,7 +32,7 @@ import msgspec
 
 from ember.plan import ITEM, ITEM_TOOL, Step, references, step_ref
 from ember.planner import grounding
-from ember.planner.compact import DONE, FOR_EACH, field_paths, list_paths, value_kind
+from ember.planner.compact import DONE, FOR_EACH, field_paths, json_type, list_paths, value_kind
 from ember.planner.vocabulary import Cursor, LanguageModel, Vocabulary
 from ember.tools.descriptor import ToolDescriptor
 
@@ -200,7 +200,7 @@ class PlanDecoder:
         A step that does not use its item is no step over a list: it is kept as a plain one;
         so is a call on a tool that takes the whole list, decoded without the item."""
         items = dict(self._lists(unused))[ref]
-        returns = items if items.get("type") == "object" else {"type": "object", "properties": {}}
+        returns = items if json_type(items) == "object" else {"type": "object", "properties": {}}
         item_tool = ToolDescriptor(ITEM_TOOL, {"type": "object"}, returns=returns)
         self._tools[ITEM_TOOL] = self._grounds.tools[ITEM_TOOL] = item_tool
         self._grounds.item = (ref, items)

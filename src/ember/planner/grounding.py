@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 
 from ember.plan import ITEM, ITEM_TOOL, Step, references, step_ref
-from ember.planner.compact import field_paths, text_paths, value_kind
+from ember.planner.compact import field_paths, json_type, text_paths, value_kind
 from ember.planner.dates import annotate_dates
 from ember.planner.numbers import spoken_numbers
 from ember.tools.descriptor import ToolDescriptor
@@ -336,7 +336,7 @@ def states(request: str, value: str) -> bool:
 
 def _free_text(schema: dict[str, Any]) -> bool:
     """A string parameter that takes any text: no choices, no pattern, no format."""
-    return schema.get("type") == "string" and not {"pattern", "format", "enum"} & set(schema)
+    return json_type(schema) == "string" and not {"pattern", "format", "enum"} & set(schema)
 
 
 def _says_text(request: str, value: str) -> bool:
@@ -374,8 +374,9 @@ def _plain(value: float) -> str:
 
 def reapplies(step: Step, earlier: list[Step]) -> bool:
     """Whether `step` makes an earlier step's call again, with that step's result in place of
-    one argument and every other argument the same, or with nothing but that step's result
-    for its arguments (a write of what the write returned)."""
+    one argument and every other argument the same, or with nothing but that step's echoes of
+    its own arguments for its arguments (`write_file(path=$3.path, content=$3.path)` after the
+    write of step 3); a page after a cursor (`cursor=$1.next_cursor`) is onward."""
     by_id = {s.id: s for s in earlier}
     found = [list(references({name: value})) for name, value in step.args.items()]
     sources = {ref.step for refs in found for ref in refs}
@@ -385,8 +386,9 @@ def reapplies(step: Step, earlier: list[Step]) -> bool:
         and len(sources) == 1
         and (source := by_id.get(sources.pop())) is not None
         and source.tool == step.tool
+        and all(ref.path[:1] and ref.path[0] in source.args for refs in found for ref in refs)
     ):
-        return True
+        return True  # each argument an echo of the source's own arguments (`$3.path`)
     for name, value in step.args.items():
         for ref in references({name: value}):
             source = by_id.get(ref.step)
@@ -469,7 +471,7 @@ def _emails_marked(tool: ToolDescriptor) -> ToolDescriptor:
     props = tool.parameters.get("properties", {})
     marked = {
         name: {**schema, "format": "email"}
-        if schema.get("type") == "string" and "format" not in schema and _takes_addresses(schema)
+        if json_type(schema) == "string" and "format" not in schema and _takes_addresses(schema)
         else schema
         for name, schema in props.items()
     }
@@ -682,7 +684,7 @@ class Grounds:
             items = self._items(step.each, earlier)
             if items is None:
                 return None
-            returns = items if items.get("type") == "object" else {"type": "object"}
+            returns = items if json_type(items) == "object" else {"type": "object"}
             self.tools[ITEM_TOOL] = ToolDescriptor(ITEM_TOOL, {"type": "object"}, returns=returns)
             self.item = (step.each.lstrip("$"), items)
             try:
@@ -701,7 +703,7 @@ class Grounds:
             if node is None:
                 return None
             node = node.get("properties", {}).get(segment)
-        if node is None or node.get("type") != "array":
+        if node is None or json_type(node) != "array":
             return None
         items: dict[str, Any] = node.get("items", {})
         return items

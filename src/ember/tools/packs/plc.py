@@ -51,6 +51,9 @@ class Watch(TypedDict):
     count: int
 
 
+_MISSED_IN_A_ROW = 3  # readings a watch skips in a row before it fails
+
+
 class Written(TypedDict):
     kind: str
     address: int
@@ -100,23 +103,25 @@ class PlcTools:
         above: float,
         readings: Annotated[int, msgspec.Meta(ge=1)],
         *,
-        every_s: Annotated[float, msgspec.Meta(gt=0)] = 1.0,
+        every_s: Annotated[float, msgspec.Meta(ge=0.1)] = 1.0,
         unit: Unit | None = None,
     ) -> Watch:
         """Read a coil or register every `every_s` seconds, at most `readings` times, until
         its value goes above `above`: whether it did (`went_above`), the last `value` read, and
         the `count` of readings its schedule took. After a restart the watch keeps its schedule,
-        counted from when it first started: a reading whose time has passed is not made late.
+        counted from when it first started: it makes the reading due last at once and goes on
+        from there; those due before it are not made. A reading the PLC does not answer is
+        skipped; three in a row end the watch with the error.
 
         Args:
             kind: What to read.
             address: Its address (0-based).
             above: The limit watched for.
             readings: The most readings to make.
-            every_s: Seconds between readings.
+            every_s: Seconds between readings (0.1 at least).
             unit: The Modbus device id (default: the pack's unit).
         """
-        if readings * every_s > WAIT_LIMIT_S:
+        if (readings - 1) * every_s > WAIT_LIMIT_S:
             raise ToolCallError(
                 "plc_watch",
                 f"readings={readings} every_s={every_s} watches for more than a year: "
@@ -127,13 +132,22 @@ class PlcTools:
         loop = asyncio.get_running_loop()
         # the reading due now, or the last one: the watch ends with a value read
         due = min(max(0, math.floor((step.wall() - step.intent_at) / every_s)), readings - 1)
-        value = 0
+        read = functools.partial(self._read, "plc_watch", kind, address, 1, unit)
+        value: int | None = None
+        missed = 0  # readings in a row the PLC did not answer
         for number in range(due, readings):
             await step.sleep(max(0.0, step.intent_at + number * every_s - step.wall()))
-            read = functools.partial(self._read, "plc_watch", kind, address, 1, unit)
-            value = (await loop.run_in_executor(current_executor(), read))[0]
+            try:
+                value = (await loop.run_in_executor(current_executor(), read))[0]
+            except ToolCallError as exc:
+                missed += 1
+                if not exc.retryable or missed == _MISSED_IN_A_ROW or number == readings - 1:
+                    raise
+                continue
+            missed = 0
             if value > above:
                 return {"went_above": True, "value": value, "count": number + 1}
+        assert value is not None  # the last reading was made, or raised
         return {"went_above": False, "value": value, "count": readings}
 
     @tool(idempotent=True, risk="high", read_only=False)
