@@ -195,3 +195,18 @@ def test_a_list_written_out_again_is_the_earlier_result_s_list_of_that_name() ->
     columns = rules.tools["mail_merge"].parameters["properties"]["columns"]
     given = Grounds(PACKS, "Email the customers in /srv/list.csv a reminder", TODAY)
     assert given.options("mail_merge", "columns", columns, [query], [query]) is None
+
+
+def test_a_list_that_may_be_null_is_a_list_to_step_over() -> None:
+    """`list[Item] | None` is `"type": ["array", "null"]`: a step over it is kept."""
+    finder = ToolDescriptor.from_json({
+        "tool_name": "find_files", "execution_mode": "sync",
+        "parameters": {"type": "object", "properties": {"folder": {"type": "string"}}},
+        "returns": {"type": "object", "properties": {"files": {
+            "type": ["array", "null"], "items": {"type": "string"}}}},
+    })  # fmt: skip
+    reader = next(tool for tool in demo_catalog() if tool.tool_name == "read_file")
+    rules = Grounds([finder, reader], "Read every file in /srv/notes", TODAY)
+    found = Step(1, "find_files", {"folder": "/srv/notes"})
+    each = Step(2, "read_file", {"path": "$item"}, each="$1.files")
+    assert rules.repair(each, [found]) == each
