@@ -6,6 +6,7 @@ PostgreSQL half of a parametrized test is skipped and says why."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import uuid
 from collections.abc import Callable, Iterator
@@ -14,7 +15,17 @@ from typing import Any
 
 import pytest
 
-from ember.journal import SQLiteJournal
+from ember.journal import (
+    Event,
+    PlanDone,
+    PlanStep,
+    RunStarted,
+    SQLiteJournal,
+    StepDone,
+    StepIntent,
+    idempotency_key,
+)
+from ember.plan import Step, resolve
 
 BACKENDS = ["sqlite", "postgres"]
 
@@ -89,3 +100,35 @@ def execute(journal: Any, sqlite: str, postgres: str) -> None:
         return
     with journal._pool.connection() as conn:
         conn.execute(postgres)
+
+
+def crashed_journal(
+    path: Path | str,
+    plan: list[Step],
+    done: dict[int, Any],
+    interrupted: list[int],
+    *,
+    plan_done: bool = True,
+    at: float = 100.0,
+) -> Any:
+    """The journal a crash leaves: steps in `done` finished, those in `interrupted` have an
+    intent and no outcome; every record written at wall time `at`."""
+    journal = open_at(path)
+    events: list[Event] = [RunStarted("r-1", at, "task", "scripted", "2026-03-02", "gone:1")]
+    events += [PlanStep("r-1", at, step) for step in plan]
+    if plan_done:
+        events.append(PlanDone("r-1", at, len(plan)))
+    for step in plan:
+        if step.id in done or step.id in interrupted:
+            args = resolve(step.args, done)
+            key = idempotency_key("r-1", step.id, step.tool, args)
+            events.append(StepIntent("r-1", at, step.id, step.tool, args, key))
+        if step.id in done:
+            events.append(StepDone("r-1", at, step.id, done[step.id], 1.0, 0.5))
+
+    async def write() -> None:
+        for event in events:
+            await journal.append(event)
+
+    asyncio.run(write())
+    return journal

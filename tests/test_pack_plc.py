@@ -18,6 +18,7 @@ from ember.config import Packs, PlcPack
 from ember.plan import Step
 from ember.tools.packs.plc import PlcTools
 
+from .backends import crashed_journal
 from .packs_support import failure, packs_registry, recorded_steps
 
 
@@ -130,8 +131,6 @@ def test_a_watch_reads_until_the_value_goes_above_its_limit(tmp_path: Path) -> N
 def test_a_watch_restarted_keeps_its_schedule_and_makes_no_reading_late(tmp_path: Path) -> None:
     """The process restarts 16 s into a watch every 10 s (real time): the reading due at 0 s
     is not made again, the one due at 10 s is made at once, the next at 20 s."""
-    from .test_recovery import crashed_journal
-
     watch = {"kind": "holding_registers", "address": 0, "above": 75, "readings": 8, "every_s": 10}
     with SimulatedLine(start=60, step=10) as rising:  # 70, 80, ...
         registry = packs_registry(Packs(plc=PlcPack(host="127.0.0.1", port=rising.port)), tmp_path)

@@ -12,24 +12,18 @@ from ember import Plan, Runtime, Step, ToolRegistry, tool
 from ember.errors import NondeterminismError, UserError
 from ember.journal import (
     Decision,
-    Event,
-    PlanDone,
-    PlanStep,
-    RunStarted,
     RunStatus,
-    StepDone,
     StepIntent,
     StepJob,
     StepStatus,
     fold,
     idempotency_key,
 )
-from ember.plan import resolve
 from ember.testing import FakeClock, ScriptedPlanner
 from ember.tools.demo import DemoWorld, demo_registry
 from ember.tools.transport import ToolResult
 
-from .backends import open_at
+from .backends import crashed_journal
 
 
 class Effects:
@@ -56,38 +50,6 @@ class Effects:
         registry.register(charge)
         registry.register(launch)
         return registry
-
-
-def crashed_journal(
-    path: Path | str,
-    plan: list[Step],
-    done: dict[int, Any],
-    interrupted: list[int],
-    *,
-    plan_done: bool = True,
-    at: float = 100.0,
-) -> Any:
-    """The journal a crash leaves: steps in `done` finished, those in `interrupted` have an
-    intent and no outcome; every record written at wall time `at`."""
-    journal = open_at(path)
-    events: list[Event] = [RunStarted("r-1", at, "task", "scripted", "2026-03-02", "gone:1")]
-    events += [PlanStep("r-1", at, step) for step in plan]
-    if plan_done:
-        events.append(PlanDone("r-1", at, len(plan)))
-    for step in plan:
-        if step.id in done or step.id in interrupted:
-            args = resolve(step.args, done)
-            key = idempotency_key("r-1", step.id, step.tool, args)
-            events.append(StepIntent("r-1", at, step.id, step.tool, args, key))
-        if step.id in done:
-            events.append(StepDone("r-1", at, step.id, done[step.id], 1.0, 0.5))
-
-    async def write() -> None:
-        for event in events:
-            await journal.append(event)
-
-    asyncio.run(write())
-    return journal
 
 
 CHAIN = [
