@@ -13,6 +13,7 @@ from ember.planner.base import AnswerTask, FirstToken, PlanEvent, PlanningTask
 from ember.planner.compact import render_step
 from ember.planner.decoding import MAX_STEPS, PlanDecoder
 from ember.planner.observe import render_observations
+from ember.planner.vocabulary import Cursor
 
 from .test_decoding import PLAN, WishfulModel
 
@@ -43,7 +44,7 @@ class FakeModelPlanner:
     def _decode(self, task: PlanningTask, wish: str, prompt: str) -> list[Step]:
         model = WishfulModel(wish)
         decoder = PlanDecoder(
-            model, model.vocab, task.catalogue, today=task.today, request=task.request
+            Cursor(model, model.vocab), task.catalogue, today=task.today, request=task.request
         )
         self.prompts.append(prompt)
         return decoder.decode(

@@ -20,7 +20,7 @@ from ember.plan import Step
 from ember.planner import grounding
 from ember.planner.compact import field_paths, render_step, value_kind
 from ember.planner.decoding import PlanDecoder
-from ember.planner.vocabulary import Logits, Vocabulary, _common_prefix
+from ember.planner.vocabulary import Cursor, Logits, Vocabulary, _common_prefix
 from ember.tools.demo import demo_catalog
 from ember.tools.descriptor import ToolDescriptor
 
@@ -125,8 +125,7 @@ def plan(
     failed before it; `off`: rules switched off)."""
     model = WishfulModel(wish)
     decoder = PlanDecoder(
-        model,
-        model.vocab,
+        Cursor(model, model.vocab),
         catalogue,
         today=TODAY,
         request=request,
@@ -474,7 +473,6 @@ def test_a_text_takes_a_whole_result_but_only_embeds_one_item_of_a_list() -> Non
 
 def test_a_text_may_end_with_a_token_that_also_closes_its_quote() -> None:
     """`up."` is one token to the model: refused as text, the text ran on (`up. after 2`)."""
-    from ember.planner.vocabulary import Cursor
 
     pieces = [b"", b"Hi", b" there", b'."', b" after", b".", b'"']
     ranks = {b'."': 10.0, b" after": 9.0, b".": 1.0}
@@ -673,7 +671,9 @@ def test_a_date_is_one_the_request_names_when_it_names_any() -> None:
 
 def test_after_each_step_the_wish_to_go_on_over_done_is_measured() -> None:
     model = WishfulModel('1. get_weather(city="Oslo", date="2026-03-05")\ndone')
-    decoder = PlanDecoder(model, model.vocab, CATALOGUE, today=TODAY, request="Oslo 2026-03-05")
+    decoder = PlanDecoder(
+        Cursor(model, model.vocab), CATALOGUE, today=TODAY, request="Oslo 2026-03-05"
+    )
     decoder.decode(f"Request: Oslo{PLAN}", on_step=lambda _: None)
     assert len(decoder.end_margins) == 1
     assert decoder.end_margins[0] < 0  # it wanted `done`

@@ -109,3 +109,19 @@ def test_plans_through_a_real_openai_compatible_server(server: str) -> None:
     bad = OpenAIPlanner(server.replace("/v1", "/nope"), "qwen")
     with pytest.raises(PlannerError, match="answered HTTP 404"):
         _plan(bad, "hi")
+
+
+@pytest.mark.model
+def test_the_driven_decoder_plans_through_a_real_server(server: str) -> None:
+    """`driven`: the embedded planner's decoder steers the server a choice at a time, so the
+    request's values are grounded as they are in process (an address the request gives)."""
+    planner = OpenAIPlanner(server, "qwen2.5-coder-1.5b", response_format="driven")
+    items = _plan(planner, "Convert 100 USD to EUR and email the result to bob@example.com")
+    assert isinstance(items[0], FirstToken)
+    steps = [item for item in items if isinstance(item, Step)]
+    assert [s.tool for s in steps] == ["convert_currency", "send_email"]
+    assert steps[0].args == {"amount": 100, "from_currency": "USD", "to_currency": "EUR"}
+    assert steps[1].args["to"] == "bob@example.com"
+    assert "$1" in str(steps[1].args)  # the conversion's result goes into the mail
+    assert planner.last_passes
+    assert planner.last_margin is not None

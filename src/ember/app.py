@@ -193,7 +193,11 @@ def build_planner(
                 "http://127.0.0.1:8000/v1, and --model, the name the server knows the model by"
             )
         return OpenAIPlanner(
-            settings.base_url, settings.model, response_format=settings.response_format
+            settings.base_url,
+            settings.model,
+            response_format=settings.response_format,
+            abstain_band=settings.abstain_band,
+            rules_off=frozenset(settings.rules_off),
         )
     require(
         "the llama planner (ember's default)",

@@ -263,7 +263,7 @@ class PlannerSettings(msgspec.Struct, frozen=True):
     """Which planner plans new runs (`backend`; None: none, for commands that plan nothing),
     and its options: `model` (llama: a shipped model's name or a GGUF path; openai: the
     server's model name), `base_url` (openai: the API root; default `EMBER_OPENAI_BASE_URL`),
-    `response_format` (openai: how the plan schema is sent), `script` (scripted: a JSON file of
+    `response_format` (openai: how the plan is constrained), `script` (scripted: a JSON file of
     plans instead of the built-in demo ones), `prefix_cache` (llama: keep prompt prefixes'
     KV caches on disk)."""
 
@@ -273,8 +273,8 @@ class PlannerSettings(msgspec.Struct, frozen=True):
     response_format: str = "json_schema"
     script: str | None = None
     prefix_cache: bool = True
-    rules_off: tuple[str, ...] = ()  # llama: decoding rules switched off, to measure them
-    abstain_band: tuple[float, float] | None = None  # llama: instead of the model's own
+    rules_off: tuple[str, ...] = ()  # llama, openai driven: decoding rules switched off
+    abstain_band: tuple[float, float] | None = None  # llama, openai driven: not the model's
 
 
 class Settings(msgspec.Struct, frozen=True):

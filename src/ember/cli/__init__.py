@@ -194,9 +194,12 @@ def _planner_options(parser: argparse.ArgumentParser, *, default: str | None) ->
     )
     parser.add_argument(
         "--response-format",
-        choices=["json_schema", "json_object", "none"],
+        choices=["json_schema", "json_object", "none", "driven"],
         default="json_schema",
-        help="openai: how the plan schema is sent (json_object for llama-cpp-python's server)",
+        help="openai: how the plan is constrained: driven, by the embedded planner's decoder, "
+        "one grammar-constrained completion a choice (llama.cpp's servers, ChatML models); "
+        "else by the plan's JSON schema sent as the server takes it (json_object for "
+        "llama-cpp-python's server)",
     )
     parser.add_argument(
         "--script",

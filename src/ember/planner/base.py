@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncIterator, Callable
 from datetime import date
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import msgspec
 
@@ -23,6 +24,7 @@ __all__ = [
     "PlanningTask",
     "PlansOn",
     "Prefills",
+    "stream_from_thread",
 ]
 
 
@@ -127,3 +129,34 @@ class PlansOn(Protocol):
     def plan_on(self, task: PlanningTask) -> AsyncIterator[PlanEvent]:
         """Yield `FirstToken` once, then each added `Step` (ids after the earlier steps')."""
         ...
+
+
+T = TypeVar("T")  # what a worker thread streams: plan events, or an answer's text
+_DONE = object()
+
+
+async def stream_from_thread(decode: Callable[[Callable[[T], None]], object]) -> AsyncIterator[T]:
+    """Run `decode(emit)` in a worker thread (a model's blocking work); yield what it emits as
+    it comes, and raise what it raises."""
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[object] = asyncio.Queue()
+
+    def emit(item: T) -> None:
+        loop.call_soon_threadsafe(queue.put_nowait, item)
+
+    def produce() -> None:
+        try:
+            decode(emit)
+        except BaseException as exc:  # handed to the event loop, raised there
+            loop.call_soon_threadsafe(queue.put_nowait, exc)
+        finally:
+            loop.call_soon_threadsafe(queue.put_nowait, _DONE)
+
+    worker = loop.run_in_executor(None, produce)
+    try:
+        while (item := await queue.get()) is not _DONE:
+            if isinstance(item, BaseException):
+                raise item
+            yield item  # type: ignore[misc]  # only `emit` puts anything else here
+    finally:
+        await worker

@@ -33,7 +33,7 @@ import msgspec
 from ember.plan import ITEM, ITEM_TOOL, Step, references, step_ref
 from ember.planner import grounding
 from ember.planner.compact import DONE, FOR_EACH, field_paths, json_type, list_paths, value_kind
-from ember.planner.vocabulary import Cursor, LanguageModel, Vocabulary
+from ember.planner.vocabulary import ContextCursor
 from ember.tools.descriptor import ToolDescriptor
 
 __all__ = ["MAX_STEPS", "RULES", "PlanDecoder"]
@@ -70,19 +70,18 @@ class _Ungrounded(Exception):
 
 
 class PlanDecoder:
-    """Decodes one plan over `catalogue` for `request` (made on `today`), step by step, from a
-    model whose context already holds the prompt's prefix. Values the user must supply are
-    grounded in the request: an email address is one the request names (or an earlier result
-    holds), an absolute path one it spells out, an identifier (`customer_id`) a code it
-    gives or an earlier result's field of that name; a step that would need an invented one
-    ends the plan. A parameter documented to come from another tool's results ("A hotel_id
-    from search_hotels results") takes a reference to that tool's step, or a code the user
-    gave: until one of the two exists, its tool is not offered."""
+    """Decodes one plan over `catalogue` for `request` (made on `today`), step by step, through
+    `cursor`: a model's context that already holds the prompt's prefix. Values the user must
+    supply are grounded in the request: an email address is one the request names (or an
+    earlier result holds), an absolute path one it spells out, an identifier (`customer_id`) a
+    code it gives or an earlier result's field of that name; a step that would need an
+    invented one ends the plan. A parameter documented to come from another tool's results
+    ("A hotel_id from search_hotels results") takes a reference to that tool's step, or a code
+    the user gave: until one of the two exists, its tool is not offered."""
 
     def __init__(
         self,
-        model: LanguageModel,
-        vocab: Vocabulary,
+        cursor: ContextCursor,
         catalogue: Sequence[ToolDescriptor],
         *,
         today: date,
@@ -90,12 +89,11 @@ class PlanDecoder:
         abstain: tuple[float, float] | None = None,
         off: frozenset[str] = frozenset(),
     ) -> None:
-        self._model = model
         self._abstain = abstain
         self._off = off
         self.first_margin: float | None = None  # logit(step) - logit(done) at the first choice
         self.end_margins: list[float] = []  # the same after each step, where `done` was offered
-        self._cursor = Cursor(model, vocab)
+        self._cursor = cursor
         spoken = "numbers" not in off
         self._grounds = grounding.Grounds(catalogue, request, today, spoken=spoken, off=off)
         self._tools = dict(self._grounds.tools)  # addresses marked as the grounds mark them
@@ -124,10 +122,7 @@ class PlanDecoder:
         `MAX_STEPS`)."""
         cursor = self._cursor
         cursor.on_first_logits = on_first_token
-        if isinstance(prompt, str):
-            cursor.tokens.extend(self._model.tokenize(prompt.encode(), special=True))
-        else:
-            cursor.tokens.extend(prompt)
+        cursor.read(prompt)
         steps: list[Step] = list(earlier)
         pushed = 0  # steps in a row the plan was made to go on for that used nothing given
         while len(steps) < min(max_steps, MAX_STEPS) + len(earlier):

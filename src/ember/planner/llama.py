@@ -9,7 +9,6 @@ handed to the event loop as soon as it is complete, so the executor can start it
 
 from __future__ import annotations
 
-import asyncio
 import ctypes
 import functools
 import hashlib
@@ -17,24 +16,21 @@ import os
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from ember.errors import ModelError, PlannerError
 from ember.plan import Step
 from ember.planner.answering import build_answer_prompt, write_answer
-from ember.planner.base import AnswerTask, FirstToken, PlanEvent, PlanningTask
+from ember.planner.base import AnswerTask, FirstToken, PlanEvent, PlanningTask, stream_from_thread
 from ember.planner.decoding import MAX_STEPS, RULES, PlanDecoder
 from ember.planner.grounding import Grounds
 from ember.planner.models import cache_dir, resolve_model, shipped_model
 from ember.planner.prompt import build_dated, build_prefix, build_request, build_round
 from ember.planner.shapes import Shape, ShapeCache, shape_of
-from ember.planner.vocabulary import VOCABULARY_FORMAT, Logits, Vocabulary
+from ember.planner.vocabulary import VOCABULARY_FORMAT, Cursor, Logits, Vocabulary
 from ember.progress import Progress
 
 __all__ = ["LlamaModel", "LlamaPlanner"]
-
-T = TypeVar("T")  # what a worker thread streams: plan events, or the answer's text
-_DONE = object()
 
 
 class LlamaModel:
@@ -312,8 +308,7 @@ class LlamaPlanner:
             llm = self._load()
             self._context_ready(llm, task)
             decoder = PlanDecoder(
-                LlamaModel(llm),
-                self._vocabulary(llm),
+                Cursor(LlamaModel(llm), self._vocabulary(llm)),
                 task.catalogue,
                 today=task.today,
                 request=task.request,
@@ -346,7 +341,7 @@ class LlamaPlanner:
                 self.last_end_margins = decoder.end_margins
 
     async def plan(self, task: PlanningTask) -> AsyncIterator[PlanEvent]:
-        async for event in self._stream(functools.partial(self._decode, task)):
+        async for event in stream_from_thread(functools.partial(self._decode, task)):
             yield event
 
     async def plan_on(self, task: PlanningTask) -> AsyncIterator[PlanEvent]:
@@ -354,33 +349,8 @@ class LlamaPlanner:
         fenced data; the grounding rules hold as for any plan: a value a result holds is taken
         by reference to a typed field, never copied from its free text."""
         decode = functools.partial(self._decode_with_model, task, round_=True)
-        async for event in self._stream(decode):
+        async for event in stream_from_thread(decode):
             yield event
-
-    async def _stream(self, decode: Callable[[Callable[[T], None]], object]) -> AsyncIterator[T]:
-        """Run `decode(emit)` in a worker thread; yield what it emits as it comes."""
-        loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[object] = asyncio.Queue()
-
-        def emit(item: T) -> None:
-            loop.call_soon_threadsafe(queue.put_nowait, item)
-
-        def produce() -> None:
-            try:
-                decode(emit)
-            except BaseException as exc:  # handed to the event loop, raised there
-                loop.call_soon_threadsafe(queue.put_nowait, exc)
-            finally:
-                loop.call_soon_threadsafe(queue.put_nowait, _DONE)
-
-        worker = loop.run_in_executor(None, produce)
-        try:
-            while (item := await queue.get()) is not _DONE:
-                if isinstance(item, BaseException):
-                    raise item
-                yield item  # type: ignore[misc]  # only `emit` puts anything else here
-        finally:
-            await worker
 
     def _write_answer(self, task: AnswerTask, on_text: Callable[[str], None]) -> str:
         """Write the answer (`ember.planner.answering`) in the model's context, reusing what
@@ -399,5 +369,5 @@ class LlamaPlanner:
 
     async def answer(self, task: AnswerTask) -> AsyncIterator[str]:
         """Stream the run's answer as the model writes it (in a worker thread)."""
-        async for text in self._stream(functools.partial(self._write_answer, task)):
+        async for text in stream_from_thread(functools.partial(self._write_answer, task)):
             yield text

@@ -1,26 +1,45 @@
 """A planner on any OpenAI-compatible server (vLLM, SGLang, llama.cpp's server, Ollama): how a
-GPU cluster plugs in. Streams the chat completion and yields each step as its JSON closes; the
-output is constrained with a JSON Schema of plans over the catalogue (`response_format`)."""
+GPU cluster plugs in. Two ways (`response_format`):
+
+- `driven`: the embedded planner's decoder (`ember.planner.decoding`), every rule of it, steers
+  the server one choice at a time (`ember.planner.remote`): each choice and value is one
+  `/v1/completions` request under a GBNF grammar. Needs a server that takes `grammar` (llama.cpp's
+  servers) and a model that reads ChatML (the shipped Qwen models).
+- `json_schema`, `json_object`, `none`: one streamed chat completion, each step yielded as its
+  JSON closes; the output constrained with a JSON Schema of plans over the catalogue (or not),
+  then each step held to the decoder's grounding rules (`Grounds.repair`)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from ember.errors import PlanError, PlannerError
 from ember.plan import Plan, Step
-from ember.planner.base import FirstToken, PlanEvent, PlanningTask
+from ember.planner.base import FirstToken, PlanEvent, PlanningTask, stream_from_thread
+from ember.planner.decoding import MAX_STEPS, RULES, PlanDecoder
 from ember.planner.grounding import Grounds
-from ember.planner.prompt import plan_schema, system_text, user_text
+from ember.planner.models import shipped_model
+from ember.planner.prompt import (
+    build_dated,
+    build_prefix,
+    build_request,
+    plan_schema,
+    system_text,
+    user_text,
+)
+from ember.planner.remote import ServerCursor, post_json
 
 __all__ = ["OpenAIPlanner", "StepStreamParser"]
 
 
-# How the plan's JSON Schema is sent: OpenAI's `json_schema` (vLLM, SGLang, llama.cpp's own
-# server, OpenAI), `json_object` with a `schema` (llama-cpp-python's server), or not at all.
-_FORMATS = ("json_schema", "json_object", "none")
+# How the plan is constrained: by the driven decoder (`driven`), or with its JSON Schema sent as
+# OpenAI's `json_schema` (vLLM, SGLang, llama.cpp's own server, OpenAI), as `json_object` with a
+# `schema` (llama-cpp-python's server), or not at all.
+_FORMATS = ("json_schema", "json_object", "none", "driven")
 
 
 class StepStreamParser:
@@ -66,7 +85,10 @@ class StepStreamParser:
 
 class OpenAIPlanner:
     """`base_url` is the server's API root, e.g. http://127.0.0.1:8000/v1. The API key comes
-    from `api_key` or `OPENAI_API_KEY` (many local servers need none)."""
+    from `api_key` or `OPENAI_API_KEY` (many local servers need none). `abstain_band`: the
+    driven decoder's no-tool band (`PlanDecoder`); by default the shipped model's that `model`
+    names (the server's alias for it), else none. `rules_off`: the driven decoder's rules
+    switched off, to measure them (`ember.planner.decoding.RULES`)."""
 
     name = "openai"
 
@@ -79,6 +101,8 @@ class OpenAIPlanner:
         timeout_s: float = 120.0,
         max_tokens: int = 512,
         response_format: str = "json_schema",
+        abstain_band: tuple[float, float] | None = None,
+        rules_off: frozenset[str] = frozenset(),
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
@@ -90,7 +114,24 @@ class OpenAIPlanner:
                 f"response_format {response_format!r} is not one of {', '.join(_FORMATS)}"
             )
         self.response_format = response_format
+        shipped = shipped_model(model)
+        self.abstain_band = abstain_band or (shipped.abstain_band if shipped else None)
+        unknown = sorted(rules_off - set(RULES))
+        if unknown:
+            raise PlannerError(
+                f"no decoding rule named {', '.join(unknown)}: the rules are {', '.join(RULES)}"
+            )
+        if rules_off and response_format != "driven":
+            raise PlannerError("rules can be switched off only with response_format 'driven'")
+        self.rules_off = rules_off
         self._client: Any = None
+        self._sync_client: Any = None
+        self.last_passes: int | None = None  # driven: the last plan's completions' tokens
+        self.last_margin: float | None = None
+        self.last_end_margins: list[float] = []
+
+    def _headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 
     def _http(self) -> Any:
         if self._client is None:
@@ -103,6 +144,43 @@ class OpenAIPlanner:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+        if self._sync_client is not None:
+            self._sync_client.close()
+            self._sync_client = None
+
+    def _drive(self, task: PlanningTask, emit: Callable[[PlanEvent], None]) -> None:
+        """Decode the plan with the driven decoder over the server (in a worker thread)."""
+        import httpx
+
+        if self._sync_client is None:
+            self._sync_client = httpx.Client(timeout=self.timeout_s, headers=self._headers())
+        cursor = ServerCursor(
+            post_json(self._sync_client), f"{self.base_url}/completions", self.model
+        )
+        decoder = PlanDecoder(
+            cursor,
+            task.catalogue,
+            today=task.today,
+            request=task.request,
+            abstain=self.abstain_band,
+            off=self.rules_off,
+        )
+        prompt = (
+            build_prefix(task.catalogue)
+            + build_dated(task.today)
+            + build_request(task.request, task.today, numbers="numbers" not in self.rules_off)
+        )
+        try:
+            decoder.decode(
+                prompt,
+                on_step=emit,
+                on_first_token=lambda: emit(FirstToken()),
+                max_steps=task.max_steps or MAX_STEPS,
+            )
+        finally:
+            self.last_passes = decoder.passes
+            self.last_margin = decoder.first_margin
+            self.last_end_margins = decoder.end_margins
 
     def _body(self, task: PlanningTask) -> dict[str, Any]:
         user = user_text(task.request, task.today)
@@ -132,10 +210,14 @@ class OpenAIPlanner:
         """Nothing to get ready here: the model is loaded by its server."""
 
     async def plan(self, task: PlanningTask) -> AsyncIterator[PlanEvent]:
+        if self.response_format == "driven":
+            async for event in stream_from_thread(functools.partial(self._drive, task)):
+                yield event
+            return
         import httpx
 
         url = f"{self.base_url}/chat/completions"
-        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        headers = self._headers()
         parser = StepStreamParser()
         grounds = Grounds(task.catalogue, task.request, task.today)
         planned: list[Step] = []

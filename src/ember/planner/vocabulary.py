@@ -19,7 +19,14 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["VOCABULARY_FORMAT", "Cursor", "LanguageModel", "Logits", "Vocabulary"]
+__all__ = [
+    "VOCABULARY_FORMAT",
+    "ContextCursor",
+    "Cursor",
+    "LanguageModel",
+    "Logits",
+    "Vocabulary",
+]
 
 VOCABULARY_FORMAT = "2"  # bump when the masks change: saved vocabularies are keyed by it
 
@@ -49,6 +56,40 @@ class LanguageModel(Protocol):
 
     def logits(self) -> Logits:
         """The next-token logits after the context (one per vocabulary entry)."""
+        ...
+
+
+class ContextCursor(Protocol):
+    """What the driven decoder asks of a model's context: text forced into it, one of several
+    continuations chosen, a value written under a kind's constraint. `Cursor` is the embedded
+    model's (token by token, over its logits); `ember.planner.remote.ServerCursor` a model
+    server's (one completion a choice, under a grammar)."""
+
+    passes: int  # model passes so far
+    scores: list[float]  # see `Cursor.choose` (may stay empty: only reported)
+    on_first_logits: Callable[[], None] | None  # called once, when the prompt has been read
+
+    def read(self, prompt: str | Sequence[int]) -> None:
+        """Append `prompt` (text, special tokens allowed, or tokens) to the context."""
+        ...
+
+    def force(self, text: str) -> None:
+        """Append `text` to the context, as if the model had written it."""
+        ...
+
+    def choose(self, options: Sequence[str]) -> int:
+        """The option the model prefers; its text is appended to the context."""
+        ...
+
+    def margin(self, first: bytes, second: bytes) -> float | None:
+        """The model's preference for starting `first` over `second`, in logits (None where
+        it cannot be had)."""
+        ...
+
+    def sample(
+        self, kind: str, closing: bytes, limit: int, *, openers: bool = False
+    ) -> tuple[str, bool]:
+        """A value of `kind` (see `Cursor.sample`), the text and whether it opened a reference."""
         ...
 
 
@@ -162,6 +203,12 @@ class Cursor:
         self.on_first_logits: Callable[[], None] | None = None
         self.passes = 0  # model passes (evaluations of pending tokens) so far
         self.scores: list[float] = []  # see `choose`
+
+    def read(self, prompt: str | Sequence[int]) -> None:
+        if isinstance(prompt, str):
+            self.tokens.extend(self.model.tokenize(prompt.encode(), special=True))
+        else:
+            self.tokens.extend(prompt)
 
     def force(self, text: str) -> None:
         self.text += text.encode()

@@ -1,0 +1,208 @@
+"""The driven decoder over a model server: each choice and each value is one completion under a
+GBNF grammar that admits only what the decoder allows there.
+
+`ServerCursor` is the `ContextCursor` the decoder (`ember.planner.decoding`) steers when the
+model runs elsewhere: on llama.cpp's servers (llama-cpp-python's `llama_cpp.server`, llama.cpp's
+`llama-server`), whose `/v1/completions` takes a `grammar` and keeps the prompt's KV cache from
+one request to the next, so a request costs about the passes it generates. The context is held
+as text and sent whole each time (the server finds the prefix it has already read).
+
+A choice among options is walked one token at a time, as the embedded cursor walks its token
+trie: one completion of one token under a grammar of the options still open; the token names
+one option (taken) or narrows them. A value is one completion whose grammar is the value's
+characters and then a closing character. The first choice's margin (a step over `done`) is read
+from the completion's top log-probabilities.
+"""
+
+from __future__ import annotations
+
+import json
+import os.path
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ember.errors import PlannerError
+
+__all__ = ["ServerCursor", "gbnf_literal"]
+
+# The characters a value of each kind is written with (`ember.planner.vocabulary._fits`), as a
+# GBNF character class; the longest value of a kind, in characters.
+_CLASSES = {
+    "text": r'[^"\\$\x00-\x1f]',
+    "text_open": r'[^"\\${\x00-\x1f]',  # text where `{` opens an embedded reference
+    "date": "[0-9-]",
+    "code3": "[A-Z]",
+    "hhmm": "[0-9:]",
+    "integer": "[0-9]",
+    "number": "[0-9.]",
+}
+_LENGTHS = {"date": 10, "code3": 3, "hhmm": 5}
+_TOP = 20  # log-probabilities asked for where a margin is read
+_ANY = r"[^\x00]"  # any character: what a token may hold past the end of an option
+_CLASS_ESCAPES = {"]": r"\]", "\\": r"\\", "^": r"\^", "-": r"\-"}
+
+
+def gbnf_literal(text: str) -> str:
+    """`text` as a GBNF string literal."""
+    escaped = (
+        text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
+    )
+    return '"' + escaped.replace("\t", "\\t") + '"'
+
+
+class ServerCursor:
+    """The context of a model behind `url` (an OpenAI-compatible `/v1/completions`), driven one
+    completion at a time. `post(url, body) -> response JSON` is the seam (httpx in use)."""
+
+    def __init__(
+        self, post: Callable[[str, dict[str, Any]], dict[str, Any]], url: str, model: str
+    ) -> None:
+        self._post = post
+        self._url = url
+        self._model = model
+        self.text = ""  # the whole context, as text
+        self._written = 0  # where the text the model last wrote ends (not to be healed)
+        self.passes = 0
+        self.scores: list[float] = []  # not read from the server (see `choose`)
+        self.on_first_logits: Callable[[], None] | None = None
+
+    def read(self, prompt: str | Sequence[int]) -> None:
+        if not isinstance(prompt, str):
+            raise PlannerError("a model server is sent text, not tokens")
+        self.text += prompt
+
+    def force(self, text: str) -> None:
+        self.text += text
+
+    def _complete(self, max_tokens: int, **extra: Any) -> dict[str, Any]:
+        body = {
+            "model": self._model,
+            "prompt": self.text,
+            "max_tokens": max_tokens,
+            "temperature": 0,
+            "repeat_penalty": 1.0,  # llama-cpp-python's default (1.1) skews every choice
+            **extra,
+        }
+        answer = self._post(self._url, body)
+        try:
+            choice = answer["choices"][0]
+            self.passes += int(answer.get("usage", {}).get("completion_tokens") or 1)
+        except (KeyError, IndexError, TypeError):
+            raise PlannerError(
+                f"{self._url} answered without a completion: {answer!r:.300}"
+            ) from None
+        if self.on_first_logits is not None:
+            self.on_first_logits()
+            self.on_first_logits = None
+        return dict(choice)
+
+    def _heal(self) -> str:
+        """Take the context's trailing spaces back out of it and return them: the model is
+        asked to write them again, with what follows (`1.` then ` get_weather`), since its
+        tokenizer puts a space at the start of a word. A prompt that ends with a space token
+        of its own reads as text the model has rarely seen (the embedded cursor holds the
+        last token back for the same reason). Spaces the model wrote stay."""
+        kept = self.text.rstrip(" ")
+        if len(kept) < self._written:
+            return ""  # the model wrote that space itself (Qwen writes " " before a digit)
+        head, self.text = self.text[len(kept) :], kept
+        return head
+
+    def choose(self, options: Sequence[str]) -> int:
+        """The option the model prefers, walked a token at a time: each completion is one
+        token under a grammar of the options still open (their common start is forced, to the
+        edge of its last whole word). A
+        token may run past an option's end (`)` and a newline): the option is then taken and
+        the rest of the token dropped, as the embedded cursor does."""
+        rests = list(options)
+        alive = list(range(len(options)))
+        self.scores = []
+        while len(alive) > 1:
+            common = os.path.commonprefix([rests[i] for i in alive])  # noqa: RUF071 (text)
+            # forced up to a word's edge: a word cut where its token is not (`_` of `_hotels`)
+            # reads as odd text
+            edge = max(
+                (i + 1 for i, c in enumerate(common) if not (c.isalnum() or c == "_")), default=0
+            )
+            common = common[:edge]
+            if common and all(len(rests[i]) > len(common) for i in alive):
+                self.text += common
+                rests = [rest[len(common) :] for rest in rests]
+            head = self._heal()
+            rests = [head + rest for rest in rests]
+            opened = " | ".join(gbnf_literal(rests[i]) for i in alive)
+            grammar = f"root ::= ({opened}) {_ANY}*"
+            piece = str(self._complete(1, grammar=grammar).get("text") or "")
+            covered = [i for i in alive if piece and piece.startswith(rests[i])]
+            if covered:
+                alive = [max(covered, key=lambda i: len(rests[i]))]
+                break
+            fitting = [i for i in alive if piece and rests[i].startswith(piece)]
+            if not fitting:
+                raise PlannerError(
+                    f"{self._url} wrote {piece!r}, none of the options its grammar allowed: "
+                    "does the server take a GBNF `grammar`? (llama.cpp's servers do)"
+                )
+            self.text += piece
+            self._written = len(self.text)
+            alive = fitting
+            rests = [rest[len(piece) :] for rest in rests]
+        chosen = alive[0]
+        self.text += rests[chosen]
+        return chosen
+
+    def margin(self, first: bytes, second: bytes) -> float | None:
+        """Best log-probability of a token that begins `first` minus the best of one that
+        begins `second`, among the server's top ones (None where either is not among them)."""
+        choice = self._complete(1, logprobs=_TOP)
+        top = ((choice.get("logprobs") or {}).get("top_logprobs") or [{}])[0] or {}
+
+        def best(text: str) -> float | None:
+            found = [float(p) for piece, p in top.items() if piece and text.startswith(piece)]
+            return max(found) if found else None
+
+        a, b = best(first.decode()), best(second.decode())
+        return None if a is None or b is None else a - b
+
+    def sample(
+        self, kind: str, closing: bytes, limit: int, *, openers: bool = False
+    ) -> tuple[str, bool]:
+        """A value of `kind`, greedily, until the model writes a byte of `closing` (a stop
+        string: neither it nor what its token held after it is kept; the caller forces the
+        closing text) or, with `openers`, opens an embedded reference with `{` (kept)."""
+        chars = _CLASSES["text_open" if openers and kind == "text" else kind]
+        length = _LENGTHS.get(kind)
+        body = f"{chars}{{0,{length}}}" if length else f"{chars}*"
+        closers = "".join(_CLASS_ESCAPES.get(chr(byte), chr(byte)) for byte in closing)
+        ends = [f"[{closers}] {_ANY}*"] + (['"{" "$"?'] if openers else [])
+        head = self._heal()
+        grammar = f"root ::= {gbnf_literal(head)} {body} ({' | '.join(ends)})?"
+        stop = [chr(byte) for byte in closing]
+        value = str(self._complete(limit, grammar=grammar, stop=stop).get("text") or "")
+        cut = [value.index(c) for c in stop if c in value]
+        value = value[: min(cut)] if cut else value
+        self.text += value[: len(head)]
+        value = value[len(head) :]
+        self.text += value
+        self._written = len(self.text)
+        return value, openers and value.endswith(("{", "{$"))
+
+
+def post_json(client: Any) -> Callable[[str, dict[str, Any]], dict[str, Any]]:
+    """`ServerCursor`'s seam over an `httpx.Client`: POST JSON, the answer's JSON, errors named."""
+    import httpx
+
+    def post(url: str, body: dict[str, Any]) -> dict[str, Any]:
+        try:
+            response = client.post(url, json=body)
+        except httpx.HTTPError as exc:
+            raise PlannerError(f"cannot reach the model server at {url}: {exc}") from None
+        if response.status_code != 200:
+            raise PlannerError(f"{url} answered HTTP {response.status_code}: {response.text[:300]}")
+        try:
+            answer = response.json()
+        except json.JSONDecodeError:
+            raise PlannerError(f"{url} answered with no JSON: {response.text[:300]!r}") from None
+        return dict(answer)
+
+    return post

@@ -1,0 +1,126 @@
+"""`ServerCursor` against a scripted server: the completions it asks for (prompt, grammar, stop)
+and how it reads the answers. The real server is in tests/test_planner_openai.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ember.errors import PlannerError
+from ember.planner.remote import ServerCursor, gbnf_literal
+
+
+class Server:
+    """Answers each completion with the next scripted text; keeps the requests."""
+
+    def __init__(self, *texts: str, top: dict[str, float] | None = None) -> None:
+        self.texts = list(texts)
+        self.top = top
+        self.requests: list[dict[str, Any]] = []
+
+    def __call__(self, url: str, body: dict[str, Any]) -> dict[str, Any]:
+        self.requests.append(body)
+        if "logprobs" in body:
+            return {"choices": [{"text": "", "logprobs": {"top_logprobs": [self.top]}}]}
+        text = self.texts.pop(0)
+        return {"choices": [{"text": text}], "usage": {"completion_tokens": max(1, len(text))}}
+
+
+def _cursor(server: Server, prompt: str = "Plan:\n") -> ServerCursor:
+    cursor = ServerCursor(server, "http://127.0.0.1:1/v1/completions", "m")
+    cursor.read(prompt)
+    return cursor
+
+
+def test_a_choice_is_walked_a_token_at_a_time_under_a_grammar_of_the_options_left() -> None:
+    server = Server(" search", "_hotels")
+    cursor = _cursor(server, "Plan:\n1.")
+    options = [" get_weather(", " search_flights(", " search_hotels("]
+    assert cursor.choose(options) == 2
+    assert cursor.text == "Plan:\n1. search_hotels("
+    first, second = (request["grammar"] for request in server.requests)
+    assert first.startswith('root ::= (" get_weather(" | " search_flights(" | " search_hotels(")')
+    assert second.startswith('root ::= ("_flights(" | "_hotels(")')  # " search" was read
+    assert server.requests[1]["prompt"] == "Plan:\n1. search"
+    assert all(r["temperature"] == 0 and r["max_tokens"] == 1 for r in server.requests)
+
+
+def test_trailing_spaces_are_written_by_the_model_with_the_word_after_them() -> None:
+    """A prompt ending in a lone space token reads as odd text: the weather request was planned
+    as a currency conversion until the space was left for the model to write (" get")."""
+    server = Server(" get")
+    cursor = _cursor(server, "Plan:\n")
+    cursor.force("1. ")
+    assert cursor.choose(["get_weather(", "convert_currency("]) == 0
+    assert server.requests[0]["prompt"] == "Plan:\n1."
+    assert server.requests[0]["grammar"].startswith('root ::= (" get_weather(" | " convert')
+    assert cursor.text == "Plan:\n1. get_weather("
+
+
+def test_a_token_past_an_option_s_end_takes_it_and_is_cut_there() -> None:
+    server = Server(")\n2")
+    cursor = _cursor(server, 'f(x="a"')
+    assert cursor.choose([")\n", ") after ", ", y="]) == 0
+    assert cursor.text == 'f(x="a")\n'
+
+
+def test_a_server_that_ignores_the_grammar_is_named() -> None:
+    cursor = _cursor(Server("Sure! Here is"))
+    with pytest.raises(PlannerError, match="does the server take a GBNF `grammar`"):
+        cursor.choose(["a(", "b("])
+
+
+def test_a_value_ends_at_its_closing_which_is_left_to_the_caller() -> None:
+    server = Server('Paris", date')  # the closing's token ran on: cut at the stop string
+    cursor = _cursor(server, 'get_weather(city="')
+    text, opened = cursor.sample("text", b'"', 20)
+    assert (text, opened) == ("Paris", False)
+    assert cursor.text == 'get_weather(city="Paris'
+    request = server.requests[0]
+    assert request["stop"] == ['"']
+    assert request["max_tokens"] == 20
+    assert request["grammar"] == 'root ::= "" [^"\\\\$\\x00-\\x1f]* (["] [^\\x00]*)?'
+
+
+def test_a_text_may_open_an_embedded_reference() -> None:
+    server = Server(" Converted: {$")
+    cursor = _cursor(server, 'send_email(body="')
+    cursor.force(" ")  # healed: the model writes the space with its word
+    text, opened = cursor.sample("text", b'"', 50, openers=True)
+    assert opened
+    assert text == "Converted: {$"
+    assert cursor.text == 'send_email(body=" Converted: {$'
+    assert '"{" "$"?' in server.requests[0]["grammar"]
+    assert server.requests[0]["grammar"].startswith('root ::= " " [^"\\\\${')
+
+
+def test_numbers_and_codes_keep_to_their_characters_and_length() -> None:
+    server = Server("120)", "EUR")
+    cursor = _cursor(server, "f(amount=")
+    assert cursor.sample("integer", b",)]", 16) == ("120", False)
+    assert server.requests[0]["grammar"] == 'root ::= "" [0-9]* ([,)\\]] [^\\x00]*)?'
+    cursor.force(', code="')
+    assert cursor.sample("code3", b'"', 16) == ("EUR", False)
+    assert "[A-Z]{0,3}" in server.requests[1]["grammar"]
+
+
+def test_the_first_choice_margin_is_read_from_the_top_log_probabilities() -> None:
+    cursor = _cursor(Server(top={"1": -0.1, "done": -4.1, "Done": -6.0}))
+    assert cursor.margin(b"1. ", b"done") == pytest.approx(4.0)
+    assert _cursor(Server(top={"1": -0.1})).margin(b"1. ", b"done") is None
+    assert cursor.passes == 1
+
+
+def test_gbnf_literals_escape_quotes_backslashes_and_newlines() -> None:
+    assert gbnf_literal('a"b\\c\nd') == '"a\\"b\\\\c\\nd"'
+
+
+def test_a_space_the_model_wrote_is_kept_and_the_walk_goes_on_after_it() -> None:
+    """Qwen writes the space before a digit as a token of its own: taken back to be healed,
+    the same space was asked for again and again (a loop of identical completions)."""
+    server = Server(" ", "2")
+    cursor = _cursor(server, "f(x=1) after")
+    assert cursor.choose([" 1", " 2"]) == 1
+    assert [r["prompt"] for r in server.requests] == ["f(x=1) after", "f(x=1) after "]
+    assert cursor.text == "f(x=1) after 2"
