@@ -59,10 +59,22 @@ def test_trailing_spaces_are_written_by_the_model_with_the_word_after_them() -> 
 
 
 def test_a_token_past_an_option_s_end_takes_it_and_is_cut_there() -> None:
-    server = Server(")\n2")
-    cursor = _cursor(server, 'f(x="a"')
+    server = Server('")\n2')
+    cursor = _cursor(server, 'f(x="a')
+    cursor.force('"')
     assert cursor.choose([")\n", ") after ", ", y="]) == 0
     assert cursor.text == 'f(x="a")\n'
+
+
+def test_the_forced_closing_quote_is_written_again_with_what_follows_it() -> None:
+    """`"` then `)` is not how the model's tokenizer cuts `")\n`: shown a lone quote, the
+    model closed parallel calls with ` after 1` (a dependency nobody asked for)."""
+    server = Server('")\n')
+    cursor = _cursor(server, 'f(x="a')
+    cursor.force('"')
+    cursor.choose([")\n", ") after "])
+    assert server.requests[0]["prompt"] == 'f(x="a'
+    assert server.requests[0]["grammar"].startswith('root ::= ("\\")\\n" | "\\") after ")')
 
 
 def test_a_server_that_ignores_the_grammar_is_named() -> None:
@@ -96,10 +108,12 @@ def test_a_text_may_open_an_embedded_reference() -> None:
 
 
 def test_numbers_and_codes_keep_to_their_characters_and_length() -> None:
-    server = Server("120)", "EUR")
-    cursor = _cursor(server, "f(amount=")
+    server = Server("=120)", "EUR")
+    cursor = _cursor(server, "f(amount")
+    cursor.force("=")  # healed: written again by the model, with the number
     assert cursor.sample("integer", b",)]", 16) == ("120", False)
-    assert server.requests[0]["grammar"] == 'root ::= "" [0-9]* ([,)\\]] [^\\x00]*)?'
+    assert server.requests[0]["grammar"] == 'root ::= "=" [0-9]* ([,)\\]] [^\\x00]*)?'
+    assert cursor.text == "f(amount=120"
     cursor.force(', code="')
     assert cursor.sample("code3", b'"', 16) == ("EUR", False)
     assert "[A-Z]{0,3}" in server.requests[1]["grammar"]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os.path
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -38,6 +39,13 @@ _CLASSES = {
 }
 _LENGTHS = {"date": 10, "code3": 3, "hhmm": 5}
 _TOP = 20  # log-probabilities asked for where a margin is read
+# How byte-level BPE tokenizers (Qwen's, GPT-4's) cut text before merging: words with the
+# character before them, single digits, runs of punctuation with the newlines after them,
+# spaces. Tokens never cross these cuts.
+_PRETOKEN = re.compile(
+    r"'(?:[sdmt]|ll|ve|re)|(?:[^\r\n\w]|_)?[^\W\d_]+|\d|[^\S\r\n]?(?:[^\s\w]|_)+[\r\n]*"
+    r"|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
 _ANY = r"[^\x00]"  # any character: what a token may hold past the end of an option
 _CLASS_ESCAPES = {"]": r"\]", "\\": r"\\", "^": r"\^", "-": r"\-"}
 
@@ -96,16 +104,27 @@ class ServerCursor:
             self.on_first_logits = None
         return dict(choice)
 
-    def _heal(self) -> str:
-        """Take the context's trailing spaces back out of it and return them: the model is
-        asked to write them again, with what follows (`1.` then ` get_weather`), since its
-        tokenizer puts a space at the start of a word. A prompt that ends with a space token
-        of its own reads as text the model has rarely seen (the embedded cursor holds the
-        last token back for the same reason). Spaces the model wrote stay."""
-        kept = self.text.rstrip(" ")
-        if len(kept) < self._written:
-            return ""  # the model wrote that space itself (Qwen writes " " before a digit)
-        head, self.text = self.text[len(kept) :], kept
+    def _heal(self, keep: str = "") -> str:
+        """Take the last pre-token of the forced text back out of the context and return it:
+        the model writes it again with what follows, as one token where its vocabulary has
+        one (`")\n`, `(city`, ` get`). A prompt cut where the model's tokenizer would not
+        cut it (`"` then `)`, `1.` then a lone space) reads as text the model has rarely
+        seen: it wrote ` after 1` where it meant `)\n`, and planned a weather request as a
+        currency conversion. The embedded cursor holds the last token back for the same
+        reason. Text the model wrote stays, and so does the head up to a character of
+        `keep` (a stop string of the completion to come)."""
+        tail = self.text[-64:]
+        cuts = list(_PRETOKEN.finditer(tail))
+        if not cuts:
+            return ""
+        last = cuts[-1]
+        start = max(len(self.text) - len(tail) + last.start(), self._written)
+        head = self.text[start:]
+        for char in keep:
+            if char in head:
+                start += head.rindex(char) + 1
+                head = self.text[start:]
+        self.text = self.text[:start]
         return head
 
     def choose(self, options: Sequence[str]) -> int:
@@ -175,7 +194,7 @@ class ServerCursor:
         body = f"{chars}{{0,{length}}}" if length else f"{chars}*"
         closers = "".join(_CLASS_ESCAPES.get(chr(byte), chr(byte)) for byte in closing)
         ends = [f"[{closers}] {_ANY}*"] + (['"{" "$"?'] if openers else [])
-        head = self._heal()
+        head = self._heal(keep="".join(chr(byte) for byte in closing))
         grammar = f"root ::= {gbnf_literal(head)} {body} ({' | '.join(ends)})?"
         stop = [chr(byte) for byte in closing]
         value = str(self._complete(limit, grammar=grammar, stop=stop).get("text") or "")
