@@ -44,10 +44,22 @@ def _plan(planner: OpenAIPlanner, request: str) -> list[object]:
     return asyncio.run(collect())
 
 
-def test_an_unreachable_server_is_a_clear_error() -> None:
-    planner = OpenAIPlanner(f"http://127.0.0.1:{_free_port()}/v1", "m", timeout_s=5)
+@pytest.mark.parametrize("response_format", ["json_schema", "driven"])
+def test_an_unreachable_server_is_a_clear_error(response_format: str) -> None:
+    planner = OpenAIPlanner(
+        f"http://127.0.0.1:{_free_port()}/v1", "m", timeout_s=5, response_format=response_format
+    )
     with pytest.raises(PlannerError, match="cannot reach the model server at http://127.0.0.1"):
         _plan(planner, "hi")
+
+
+def test_rules_are_switched_off_only_where_the_decoder_runs() -> None:
+    with pytest.raises(PlannerError, match="only with response_format 'driven'"):
+        OpenAIPlanner("http://127.0.0.1:1/v1", "m", rules_off=frozenset({"numbers"}))
+    with pytest.raises(PlannerError, match="no decoding rule named nope"):
+        OpenAIPlanner(
+            "http://127.0.0.1:1/v1", "m", response_format="driven", rules_off=frozenset({"nope"})
+        )
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ from typing import Any
 
 from ember.errors import PlannerError
 
-__all__ = ["ServerCursor", "gbnf_literal"]
+__all__ = ["ServerCursor", "gbnf_literal", "post_json"]
 
 # The characters a value of each kind is written with (`ember.planner.vocabulary._fits`), as a
 # GBNF character class; the longest value of a kind, in characters.
@@ -173,7 +173,9 @@ class ServerCursor:
     def margin(self, first: bytes, second: bytes) -> float | None:
         """Best log-probability of a token that begins `first` minus the best of one that
         begins `second`, among the server's top ones (None where either is not among them)."""
-        choice = self._complete(1, logprobs=_TOP)
+        # streamed: llama-cpp-python's server then computes the log-probabilities of the one
+        # position asked for, not of its whole context (seconds on a 4k context)
+        choice = self._complete(1, logprobs=_TOP, stream=True)
         top = ((choice.get("logprobs") or {}).get("top_logprobs") or [{}])[0] or {}
 
         def best(text: str) -> float | None:
@@ -219,9 +221,27 @@ def post_json(client: Any) -> Callable[[str, dict[str, Any]], dict[str, Any]]:
         if response.status_code != 200:
             raise PlannerError(f"{url} answered HTTP {response.status_code}: {response.text[:300]}")
         try:
-            answer = response.json()
-        except json.JSONDecodeError:
-            raise PlannerError(f"{url} answered with no JSON: {response.text[:300]!r}") from None
-        return dict(answer)
+            if body.get("stream"):
+                return _joined(response.text)
+            return dict(response.json())
+        except (json.JSONDecodeError, KeyError, IndexError, TypeError):
+            raise PlannerError(
+                f"{url} answered with no completion: {response.text[:300]!r}"
+            ) from None
 
     return post
+
+
+def _joined(events: str) -> dict[str, Any]:
+    """A streamed completion (server-sent events) as one answer: its text, and its tokens'
+    top log-probabilities in order."""
+    text = ""
+    top: list[Any] = []
+    for line in events.splitlines():
+        data = line[5:].strip() if line.startswith("data:") else ""
+        if not data or data == "[DONE]":
+            continue
+        choice = json.loads(data)["choices"][0]
+        text += choice.get("text") or ""
+        top += (choice.get("logprobs") or {}).get("top_logprobs") or []
+    return {"choices": [{"text": text, "logprobs": {"top_logprobs": top}}]}
