@@ -3,12 +3,17 @@ and how it reads the answers. The real server is in tests/test_planner_openai.py
 
 from __future__ import annotations
 
+import http.server
+import json
+import threading
+from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 
 from ember.errors import PlannerError
-from ember.planner.remote import ServerCursor, gbnf_literal
+from ember.planner.remote import ServerCursor, _joined, gbnf_literal, post_json
 
 
 class Server:
@@ -120,10 +125,100 @@ def test_numbers_and_codes_keep_to_their_characters_and_length() -> None:
 
 
 def test_the_first_choice_margin_is_read_from_the_top_log_probabilities() -> None:
-    cursor = _cursor(Server(top={"1": -0.1, "done": -4.1, "Done": -6.0}))
+    server = Server(top={"1": -0.1, "done": -4.1, "Done": -6.0})
+    cursor = _cursor(server)
     assert cursor.margin(b"1. ", b"done") == pytest.approx(4.0)
-    assert _cursor(Server(top={"1": -0.1})).margin(b"1. ", b"done") is None
     assert cursor.passes == 1
+    request = server.requests[0]
+    # streamed: llama-cpp-python then computes one position's log-probabilities (not 4k)
+    assert request["stream"] is True
+    assert request["logprobs"] == 20
+    assert request["grammar"].startswith('root ::= ("1. " | "done")')  # never end of text
+
+
+def test_a_choice_missing_from_the_top_ones_is_bounded_by_the_lowest_of_them() -> None:
+    """A request no tool fits has `1` far down: read as "no margin", it was planned."""
+    no_step = Server(top={"done": -0.2, "Sure": -3.0, "I": -5.5})
+    assert _cursor(no_step).margin(b"1. ", b"done") == pytest.approx(-5.3)  # at most
+    no_done = Server(top={"1": -0.1, "2": -7.0})
+    assert _cursor(no_done).margin(b"1. ", b"done") == pytest.approx(6.9)  # at least
+    assert _cursor(Server(top={"x": -1.0})).margin(b"1. ", b"done") is None
+    assert _cursor(Server(top={})).margin(b"1. ", b"done") is None
+
+
+def test_a_value_the_grammar_would_not_allow_is_named() -> None:
+    """A server that ignores the grammar: the value was cut by the healed head's length
+    (`aris`) and the number read as 0."""
+    cursor = _cursor(Server("Paris"), "f(amount")
+    cursor.force("=")
+    with pytest.raises(PlannerError, match=r"wrote 'Paris', which its grammar did not allow"):
+        cursor.sample("integer", b",)]", 16)
+
+
+def test_a_streamed_completion_is_joined_in_either_server_s_shape() -> None:
+    old = {"text": "1", "logprobs": {"top_logprobs": [{"1": -0.1, "done": -3.0}]}}
+    new = {
+        "text": "1",
+        "logprobs": {
+            "content": [
+                {
+                    "top_logprobs": [
+                        {"token": "1", "logprob": -0.1},
+                        {"token": "done", "logprob": -3.0},
+                    ]
+                }
+            ]
+        },
+    }
+    for choice in (old, new):
+        events = f"data: {json.dumps({'choices': [choice]})}\n\ndata: [DONE]\n\n"
+        assert _joined(events) == {
+            "choices": [{"text": "1", "logprobs": {"top_logprobs": [{"1": -0.1, "done": -3.0}]}}]
+        }
+
+
+@pytest.fixture
+def http_server() -> Iterator[str]:
+    """A loopback HTTP server: 500 for /fail, a body that is no JSON for /garbage."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            status, body = (500, b"model not loaded") if self.path == "/fail" else (200, b"<html>")
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_server_s_errors_are_named_with_its_address(http_server: str) -> None:
+    with httpx.Client(timeout=5) as client:
+        post = post_json(client)
+        with pytest.raises(PlannerError, match=r"/fail answered HTTP 500: model not loaded"):
+            post(f"{http_server}/fail", {})
+        with pytest.raises(PlannerError, match=r"/garbage answered with no completion: '<html>'"):
+            post(f"{http_server}/garbage", {})
+
+
+def test_a_cancelled_plan_sends_no_more_requests() -> None:
+    cancelled = threading.Event()
+    server = Server(" a")
+    cursor = ServerCursor(server, "http://127.0.0.1:1/v1/completions", "m", cancelled=cancelled)
+    cursor.read("x")
+    cancelled.set()
+    with pytest.raises(PlannerError, match="cancelled"):
+        cursor.choose([" a", " b"])
+    assert server.requests == []
 
 
 def test_gbnf_literals_escape_quotes_backslashes_and_newlines() -> None:

@@ -11,9 +11,11 @@ GPU cluster plugs in. Two ways (`response_format`):
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import os
+import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -125,7 +127,8 @@ class OpenAIPlanner:
             raise PlannerError("rules can be switched off only with response_format 'driven'")
         self.rules_off = rules_off
         self._client: Any = None
-        self._sync_client: Any = None
+        self._sync_client: Any = None  # driven: used from worker threads, one at a time
+        self._driving = threading.Lock()
         self.last_passes: int | None = None  # driven: the last plan's completions' tokens
         self.last_margin: float | None = None
         self.last_end_margins: list[float] = []
@@ -145,17 +148,35 @@ class OpenAIPlanner:
             await self._client.aclose()
             self._client = None
         if self._sync_client is not None:
-            self._sync_client.close()
-            self._sync_client = None
+            await asyncio.to_thread(self._close_driving)
 
-    def _drive(self, task: PlanningTask, emit: Callable[[PlanEvent], None]) -> None:
-        """Decode the plan with the driven decoder over the server (in a worker thread)."""
+    def _close_driving(self) -> None:
+        with self._driving:  # not while a plan is using it
+            if self._sync_client is not None:
+                self._sync_client.close()
+                self._sync_client = None
+
+    def _drive(
+        self, task: PlanningTask, cancelled: threading.Event, emit: Callable[[PlanEvent], None]
+    ) -> None:
+        """Decode the plan with the driven decoder over the server (in a worker thread), one
+        plan at a time (a llama.cpp server keeps one context: plans side by side would read
+        their prompts again and again); `cancelled` stops it before its next request."""
+        with self._driving:
+            self._drive_one(task, cancelled, emit)
+
+    def _drive_one(
+        self, task: PlanningTask, cancelled: threading.Event, emit: Callable[[PlanEvent], None]
+    ) -> None:
         import httpx
 
         if self._sync_client is None:
             self._sync_client = httpx.Client(timeout=self.timeout_s, headers=self._headers())
         cursor = ServerCursor(
-            post_json(self._sync_client), f"{self.base_url}/completions", self.model
+            post_json(self._sync_client),
+            f"{self.base_url}/completions",
+            self.model,
+            cancelled=cancelled,
         )
         decoder = PlanDecoder(
             cursor,
@@ -211,8 +232,13 @@ class OpenAIPlanner:
 
     async def plan(self, task: PlanningTask) -> AsyncIterator[PlanEvent]:
         if self.response_format == "driven":
-            async for event in stream_from_thread(functools.partial(self._drive, task)):
-                yield event
+            cancelled = threading.Event()
+            try:
+                drive = functools.partial(self._drive, task, cancelled)
+                async for event in stream_from_thread(drive):
+                    yield event
+            finally:
+                cancelled.set()  # a plan abandoned midway sends no more requests
             return
         import httpx
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os.path
 import re
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -47,7 +48,7 @@ _PRETOKEN = re.compile(
     r"|\s*[\r\n]+|\s+(?!\S)|\s+"
 )
 _ANY = r"[^\x00]"  # any character: what a token may hold past the end of an option
-_CLASS_ESCAPES = {"]": r"\]", "\\": r"\\", "^": r"\^", "-": r"\-"}
+_CLASS_ESCAPES = {"]": r"\]", "\\": r"\\", "-": r"\-", "^": r"\x5e"}  # inside a class
 
 
 def gbnf_literal(text: str) -> str:
@@ -63,9 +64,15 @@ class ServerCursor:
     completion at a time. `post(url, body) -> response JSON` is the seam (httpx in use)."""
 
     def __init__(
-        self, post: Callable[[str, dict[str, Any]], dict[str, Any]], url: str, model: str
+        self,
+        post: Callable[[str, dict[str, Any]], dict[str, Any]],
+        url: str,
+        model: str,
+        *,
+        cancelled: threading.Event | None = None,
     ) -> None:
         self._post = post
+        self._cancelled = cancelled  # set: the next request raises instead of being sent
         self._url = url
         self._model = model
         self.text = ""  # the whole context, as text
@@ -91,18 +98,20 @@ class ServerCursor:
             "repeat_penalty": 1.0,  # llama-cpp-python's default (1.1) skews every choice
             **extra,
         }
+        if self._cancelled is not None and self._cancelled.is_set():
+            raise PlannerError("the plan was cancelled")
         answer = self._post(self._url, body)
         try:
-            choice = answer["choices"][0]
-            self.passes += int(answer.get("usage", {}).get("completion_tokens") or 1)
-        except (KeyError, IndexError, TypeError):
+            choice = dict(answer["choices"][0])
+            self.passes += int((answer.get("usage") or {}).get("completion_tokens") or 1)
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError):
             raise PlannerError(
                 f"{self._url} answered without a completion: {answer!r:.300}"
             ) from None
         if self.on_first_logits is not None:
             self.on_first_logits()
             self.on_first_logits = None
-        return dict(choice)
+        return choice
 
     def _heal(self, keep: str = "") -> str:
         """Take the last pre-token of the forced text back out of the context and return it:
@@ -120,6 +129,8 @@ class ServerCursor:
         last = cuts[-1]
         start = max(len(self.text) - len(tail) + last.start(), self._written)
         head = self.text[start:]
+        if "|>" in head or "<|" in head:
+            return ""  # a special token's text (`<|im_end|>`): never cut
         for char in keep:
             if char in head:
                 start += head.rindex(char) + 1
@@ -172,18 +183,36 @@ class ServerCursor:
 
     def margin(self, first: bytes, second: bytes) -> float | None:
         """Best log-probability of a token that begins `first` minus the best of one that
-        begins `second`, among the server's top ones (None where either is not among them)."""
+        begins `second`, among the server's top ones. Where one of them is not among the top
+        ones, the lowest of those bounds it (a margin at most, or at least, that much); None
+        where neither is, or the server gives no log-probabilities (the no-tool band is then
+        not applied)."""
         # streamed: llama-cpp-python's server then computes the log-probabilities of the one
-        # position asked for, not of its whole context (seconds on a 4k context)
-        choice = self._complete(1, logprobs=_TOP, stream=True)
-        top = ((choice.get("logprobs") or {}).get("top_logprobs") or [{}])[0] or {}
+        # position asked for, not of its whole context (seconds on a 4k context); the grammar
+        # keeps the token sampled from being the end of text, which comes with none
+        options = f"{gbnf_literal(first.decode())} | {gbnf_literal(second.decode())}"
+        try:
+            choice = self._complete(
+                1, logprobs=_TOP, stream=True, grammar=f"root ::= ({options}) {_ANY}*"
+            )
+        except PlannerError:
+            if self._cancelled is not None and self._cancelled.is_set():
+                raise
+            return None
+        tops = (choice.get("logprobs") or {}).get("top_logprobs") or []
+        top: dict[str, float] = tops[0] if tops else {}
+        if not top:
+            return None
 
         def best(text: str) -> float | None:
-            found = [float(p) for piece, p in top.items() if piece and text.startswith(piece)]
+            found = [p for piece, p in top.items() if piece and text.startswith(piece)]
             return max(found) if found else None
 
+        floor = min(top.values())
         a, b = best(first.decode()), best(second.decode())
-        return None if a is None or b is None else a - b
+        if a is None and b is None:
+            return None
+        return (floor if a is None else a) - (floor if b is None else b)
 
     def sample(
         self, kind: str, closing: bytes, limit: int, *, openers: bool = False
@@ -194,14 +223,22 @@ class ServerCursor:
         chars = _CLASSES["text_open" if openers and kind == "text" else kind]
         length = _LENGTHS.get(kind)
         body = f"{chars}{{0,{length}}}" if length else f"{chars}*"
-        closers = "".join(_CLASS_ESCAPES.get(chr(byte), chr(byte)) for byte in closing)
+        closers = "".join(_CLASS_ESCAPES.get(c, c) for c in closing.decode())
         ends = [f"[{closers}] {_ANY}*"] + (['"{" "$"?'] if openers else [])
-        head = self._heal(keep="".join(chr(byte) for byte in closing))
+        head = self._heal(keep=closing.decode())
         grammar = f"root ::= {gbnf_literal(head)} {body} ({' | '.join(ends)})?"
-        stop = [chr(byte) for byte in closing]
+        stop = list(closing.decode())
         value = str(self._complete(limit, grammar=grammar, stop=stop).get("text") or "")
         cut = [value.index(c) for c in stop if c in value]
         value = value[: min(cut)] if cut else value
+        body_text = value[len(head) :]
+        if openers:
+            body_text = body_text.removesuffix("$").removesuffix("{")
+        if not value.startswith(head) or not re.fullmatch(f"{chars}*", body_text):
+            raise PlannerError(
+                f"{self._url} wrote {value!r}, which its grammar did not allow (a {kind} "
+                f"after {head!r}): does the server take a GBNF `grammar`? (llama.cpp's do)"
+            )
         self.text += value[: len(head)]
         value = value[len(head) :]
         self.text += value
@@ -216,6 +253,8 @@ def post_json(client: Any) -> Callable[[str, dict[str, Any]], dict[str, Any]]:
     def post(url: str, body: dict[str, Any]) -> dict[str, Any]:
         try:
             response = client.post(url, json=body)
+        except httpx.TimeoutException:
+            raise PlannerError(f"the model server at {url} did not answer in time") from None
         except httpx.HTTPError as exc:
             raise PlannerError(f"cannot reach the model server at {url}: {exc}") from None
         if response.status_code != 200:
@@ -243,5 +282,8 @@ def _joined(events: str) -> dict[str, Any]:
             continue
         choice = json.loads(data)["choices"][0]
         text += choice.get("text") or ""
-        top += (choice.get("logprobs") or {}).get("top_logprobs") or []
+        logprobs = choice.get("logprobs") or {}
+        top += logprobs.get("top_logprobs") or []  # llama-cpp-python: {text: logprob}
+        for token in logprobs.get("content") or []:  # llama-server, OpenAI: lists of objects
+            top.append({t["token"]: t["logprob"] for t in token.get("top_logprobs") or []})
     return {"choices": [{"text": text, "logprobs": {"top_logprobs": top}}]}
