@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import re
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -13,7 +14,11 @@ import httpx
 import pytest
 
 from ember.errors import PlannerError
+from ember.planner.compact import render_step
+from ember.planner.decoding import PlanDecoder
 from ember.planner.remote import ServerCursor, _joined, gbnf_literal, post_json
+
+from .test_decoding import CATALOGUE, PLAN, TODAY, plan
 
 
 class Server:
@@ -233,3 +238,76 @@ def test_a_space_the_model_wrote_is_kept_and_the_walk_goes_on_after_it() -> None
     assert cursor.choose([" 1", " 2"]) == 1
     assert [r["prompt"] for r in server.requests] == ["f(x=1) after", "f(x=1) after "]
     assert cursor.text == "f(x=1) after 2"
+
+
+MARK = "\nPLAN"  # the start of PLAN, which healing leaves in the prompt
+
+
+class WishfulServer:
+    """A completions endpoint whose model wants to write `wish` after the prompt's PLAN line and
+    honours the grammar it is sent: a choice is answered with the whole option the wish goes
+    on with (one token), a value with the wish up to its closing. A wish the grammar forbids
+    fails the test."""
+
+    def __init__(self, wish: str) -> None:
+        self.wish = PLAN.removeprefix(MARK) + wish
+
+    def __call__(self, url: str, body: dict[str, Any]) -> dict[str, Any]:
+        prompt = body["prompt"]
+        written = prompt[prompt.rindex(MARK) + len(MARK) :]  # PLAN's `:\n` may be healed
+        assert self.wish.startswith(written), f"{written!r} strays from {self.wish!r}"
+        rest = self.wish[len(written) :]
+        grammar = body["grammar"]
+        literal = r'"((?:[^"\\]|\\.)*)"'
+        if "logprobs" in body:
+            step, done = (-10.0, 0.0) if rest.startswith("done") else (0.0, -10.0)
+            top = {"1": step, "done": done}
+            return {"choices": [{"text": "", "logprobs": {"top_logprobs": [top]}}]}
+        if "stop" not in body:  # a choice: `root ::= ("a" | "b") [^\x00]*`
+            alternatives = grammar.removeprefix("root ::= (").rsplit(")", 1)[0]
+            options = [json.loads(f'"{text}"') for text in re.findall(literal, alternatives)]
+            fitting = [option for option in options if rest.startswith(option)]
+            assert fitting, f"the wish {rest!r} is none of {options}"
+            return {"choices": [{"text": max(fitting, key=len)}]}
+        # a value: `root ::= "head" [chars]* ([closers] [^\x00]* | "{" "$"?)?`
+        found = re.match(f"root ::= {literal}", grammar)
+        assert found is not None
+        head = json.loads(f'"{found.group(1)}"')
+        assert rest.startswith(head)
+        ends = [rest.find(c, len(head)) for c in body["stop"]]
+        if '"{" "$"?' in grammar:
+            ends.append(rest.find("{$", len(head)) + 1)
+        end = min(at for at in ends if at > 0)
+        return {"choices": [{"text": rest[: end + 1]}]}
+
+
+@pytest.mark.parametrize(
+    ("request_text", "wish"),
+    [
+        (
+            "What's the weather in Oslo on 2026-03-05?",
+            '1. get_weather(city="Oslo", date="2026-03-05")\ndone',
+        ),
+        (
+            "Convert 100 USD to EUR and email the result to bob@example.com",
+            '1. convert_currency(amount=100, from_currency="USD", to_currency="EUR")\n'
+            '2. send_email(to="bob@example.com", subject="Converted", '
+            'body="It is {$1.amount} EUR.") after 1\ndone',
+        ),
+        (
+            "Weather in Oslo and in Rome on 2026-03-05",
+            '1. get_weather(city="Oslo", date="2026-03-05")\n'
+            '2. get_weather(city="Rome", date="2026-03-05")\ndone',
+        ),
+    ],
+)
+def test_the_decoder_over_a_server_plans_as_over_the_model_itself(
+    request_text: str, wish: str
+) -> None:
+    """The same decoder, the same wish: the plan over `ServerCursor` is the plan over the local
+    `Cursor` (both the wish, where every value is grounded)."""
+    cursor = ServerCursor(WishfulServer(wish), "http://127.0.0.1:1/v1/completions", "m")
+    decoder = PlanDecoder(cursor, CATALOGUE, today=TODAY, request=request_text)
+    over_server = decoder.decode(f"Request: {request_text}\n{PLAN}", on_step=lambda _: None)
+    assert over_server == plan(request_text, wish)
+    assert "\n".join(render_step(step) for step in over_server) + "\ndone" == wish
