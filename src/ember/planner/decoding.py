@@ -30,13 +30,14 @@ from typing import Any
 
 import msgspec
 
+from ember.errors import PlannerError
 from ember.plan import ITEM, ITEM_TOOL, Step, references, step_ref
 from ember.planner import grounding
 from ember.planner.compact import DONE, FOR_EACH, field_paths, json_type, list_paths, value_kind
 from ember.planner.vocabulary import ContextCursor
 from ember.tools.descriptor import ToolDescriptor
 
-__all__ = ["MAX_STEPS", "RULES", "PlanDecoder"]
+__all__ = ["MAX_STEPS", "RULES", "PlanDecoder", "check_rules"]
 
 MAX_STEPS = 12
 # Rules that can be switched off (`PlanDecoder(off=...)`), to measure what each one buys:
@@ -58,6 +59,17 @@ RULES = (
     "write-order",
     "times",
 )
+
+
+def check_rules(off: frozenset[str]) -> None:
+    """Raise a `PlannerError` naming any rule in `off` that is not one of `RULES`."""
+    unknown = sorted(off - set(RULES))
+    if unknown:
+        raise PlannerError(
+            f"no decoding rule named {', '.join(unknown)}: the rules are {', '.join(RULES)}"
+        )
+
+
 _TEXT_TOKENS = 120  # longest free text, in tokens
 _SHORT_TOKENS = 16  # longest date, code, time or number
 _MAX_ITEMS = 8  # longest list argument

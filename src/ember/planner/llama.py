@@ -18,11 +18,11 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ember.errors import ModelError, PlannerError
+from ember.errors import ModelError
 from ember.plan import Step
 from ember.planner.answering import build_answer_prompt, write_answer
 from ember.planner.base import AnswerTask, FirstToken, PlanEvent, PlanningTask, stream_from_thread
-from ember.planner.decoding import MAX_STEPS, RULES, PlanDecoder
+from ember.planner.decoding import MAX_STEPS, PlanDecoder, check_rules
 from ember.planner.grounding import Grounds
 from ember.planner.models import cache_dir, resolve_model, shipped_model
 from ember.planner.prompt import build_dated, build_prefix, build_request, build_round
@@ -77,11 +77,7 @@ class LlamaPlanner:
             if abstain_band is not None
             else (shipped.abstain_band if shipped is not None else None)
         )
-        unknown = sorted(rules_off - set(RULES))
-        if unknown:
-            raise PlannerError(
-                f"no decoding rule named {', '.join(unknown)}: the rules are {', '.join(RULES)}"
-            )
+        check_rules(rules_off)
         self.rules_off = rules_off  # decoding rules switched off, to measure them (RULES)
         # plans by request shape: a request of a shape planned before needs no model pass
         self.shapes = ShapeCache() if shapes else None

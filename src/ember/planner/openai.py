@@ -22,7 +22,7 @@ from typing import Any
 from ember.errors import PlanError, PlannerError
 from ember.plan import Plan, Step
 from ember.planner.base import FirstToken, PlanEvent, PlanningTask, stream_from_thread
-from ember.planner.decoding import MAX_STEPS, RULES, PlanDecoder
+from ember.planner.decoding import MAX_STEPS, PlanDecoder, check_rules
 from ember.planner.grounding import Grounds
 from ember.planner.models import shipped_model
 from ember.planner.prompt import (
@@ -118,11 +118,7 @@ class OpenAIPlanner:
         self.response_format = response_format
         shipped = shipped_model(model)
         self.abstain_band = abstain_band or (shipped.abstain_band if shipped else None)
-        unknown = sorted(rules_off - set(RULES))
-        if unknown:
-            raise PlannerError(
-                f"no decoding rule named {', '.join(unknown)}: the rules are {', '.join(RULES)}"
-            )
+        check_rules(rules_off)
         if rules_off and response_format != "driven":
             raise PlannerError("rules can be switched off only with response_format 'driven'")
         self.rules_off = rules_off

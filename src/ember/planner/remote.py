@@ -141,9 +141,9 @@ class ServerCursor:
     def choose(self, options: Sequence[str]) -> int:
         """The option the model prefers, walked a token at a time: each completion is one
         token under a grammar of the options still open (their common start is forced, to the
-        edge of its last whole word). A
-        token may run past an option's end (`)` and a newline): the option is then taken and
-        the rest of the token dropped, as the embedded cursor does."""
+        edge of its last whole word). A token may run past an option's end (`)` and a newline):
+        the option is then taken and the rest of the token dropped, as the embedded cursor
+        does."""
         rests = list(options)
         alive = list(range(len(options)))
         self.scores = []
@@ -239,10 +239,9 @@ class ServerCursor:
                 f"{self._url} wrote {value!r}, which its grammar did not allow (a {kind} "
                 f"after {head!r}): does the server take a GBNF `grammar`? (llama.cpp's do)"
             )
-        self.text += value[: len(head)]
-        value = value[len(head) :]
         self.text += value
         self._written = len(self.text)
+        value = value[len(head) :]
         return value, openers and value.endswith(("{", "{$"))
 
 
