@@ -53,6 +53,25 @@ def test_an_unreachable_server_is_a_clear_error(response_format: str) -> None:
         _plan(planner, "hi")
 
 
+def test_the_openai_planner_needs_neither_numpy_nor_llama_cpp() -> None:
+    """`pip install ember[remote]` has neither: the driven mode's decoder must not import them
+    (its vocabulary, which needs numpy, is the embedded planner's)."""
+    blocker = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('numpy', 'llama_cpp'):\n"
+        "            raise ImportError(f'{name} is not installed')\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "from ember.planner.openai import OpenAIPlanner\n"
+        "OpenAIPlanner('http://127.0.0.1:1/v1', 'm', response_format='driven')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", blocker], check=False, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+
+
 def test_rules_are_switched_off_only_where_the_decoder_runs() -> None:
     with pytest.raises(PlannerError, match="only with response_format 'driven'"):
         OpenAIPlanner("http://127.0.0.1:1/v1", "m", rules_off=frozenset({"numbers"}))

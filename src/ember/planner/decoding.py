@@ -26,7 +26,7 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -34,8 +34,10 @@ from ember.errors import PlannerError
 from ember.plan import ITEM, ITEM_TOOL, Step, references, step_ref
 from ember.planner import grounding
 from ember.planner.compact import DONE, FOR_EACH, field_paths, json_type, list_paths, value_kind
-from ember.planner.vocabulary import ContextCursor
 from ember.tools.descriptor import ToolDescriptor
+
+if TYPE_CHECKING:  # numpy, which the vocabulary needs, is the embedded planner's extra
+    from ember.planner.vocabulary import ContextCursor
 
 __all__ = ["MAX_STEPS", "RULES", "PlanDecoder", "check_rules"]
 
