@@ -27,6 +27,7 @@ from ember.plan import Step
 __all__ = [
     "DONE",
     "FOR_EACH",
+    "VALUE_LENGTHS",
     "field_paths",
     "json_type",
     "render_plan",
@@ -38,6 +39,7 @@ __all__ = [
 DONE = "done"
 FOR_EACH = "for each item in "  # then `$N.path: tool(...)`
 MAX_INDEX = 10  # list indexes offered in references: .0 .. .9
+VALUE_LENGTHS = {"date": 10, "code3": 3, "hhmm": 5}  # the longest value of a kind (ASCII)
 
 
 def render_step(step: Step) -> str:

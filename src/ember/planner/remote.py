@@ -24,11 +24,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ember.errors import PlannerError
+from ember.planner.compact import VALUE_LENGTHS
 
 __all__ = ["ServerCursor", "gbnf_literal", "post_json"]
 
 # The characters a value of each kind is written with (`ember.planner.vocabulary._fits`), as a
-# GBNF character class; the longest value of a kind, in characters.
+# GBNF character class.
 _CLASSES = {
     "text": r'[^"\\$\x00-\x1f]',
     "text_open": r'[^"\\${\x00-\x1f]',  # text where `{` opens an embedded reference
@@ -38,7 +39,6 @@ _CLASSES = {
     "integer": "[0-9]",
     "number": "[0-9.]",
 }
-_LENGTHS = {"date": 10, "code3": 3, "hhmm": 5}
 _TOP = 20  # log-probabilities asked for where a margin is read
 # How byte-level BPE tokenizers (Qwen's, GPT-4's) cut text before merging: words with the
 # character before them, single digits, runs of punctuation with the newlines after them,
@@ -221,7 +221,7 @@ class ServerCursor:
         string: neither it nor what its token held after it is kept; the caller forces the
         closing text) or, with `openers`, opens an embedded reference with `{` (kept)."""
         chars = _CLASSES["text_open" if openers and kind == "text" else kind]
-        length = _LENGTHS.get(kind)
+        length = VALUE_LENGTHS.get(kind)
         body = f"{chars}{{0,{length}}}" if length else f"{chars}*"
         closers = "".join(_CLASS_ESCAPES.get(c, c) for c in closing.decode())
         ends = [f"[{closers}] {_ANY}*"] + (['"{" "$"?'] if openers else [])

@@ -19,6 +19,8 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from ember.planner.compact import VALUE_LENGTHS
+
 __all__ = [
     "VOCABULARY_FORMAT",
     "ContextCursor",
@@ -33,7 +35,6 @@ VOCABULARY_FORMAT = "2"  # bump when the masks change: saved vocabularies are ke
 Mask = npt.NDArray[np.bool_]
 Logits = npt.NDArray[np.float32]
 
-_LENGTHS = {"date": 10, "code3": 3, "hhmm": 5}  # the longest value of a kind, in bytes
 _CHARSETS: dict[str, frozenset[int]] = {
     "date": frozenset(b"0123456789-"),
     "code3": frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"),
@@ -335,7 +336,7 @@ class Cursor:
             self.tokens.append(token)
             value += piece
             head = b""
-            if len(value) >= _LENGTHS.get(kind, len(value) + 1):
+            if len(value) >= VALUE_LENGTHS.get(kind, len(value) + 1):
                 break
             if verdict == "open":
                 opened = True
