@@ -19,8 +19,16 @@ from ember.plan import Step
 from ember.planner.compact import field_paths, render_plan
 from ember.planner.models import SHIPPED_MODELS, ShippedModel, _assemble, resolve_model
 from ember.planner.openai import StepStreamParser
-from ember.planner.prompt import build_prefix, build_request, calendar_text, signature
+from ember.planner.prompt import (
+    build_dated,
+    build_prefix,
+    build_request,
+    calendar_text,
+    signature,
+)
 from ember.tools.demo import demo_catalog
+
+from .conftest import shared_file
 
 HAS_LLAMA = importlib.util.find_spec("llama_cpp") is not None
 CATALOGUE = tuple(demo_catalog())
@@ -34,8 +42,11 @@ def test_prompt_puts_the_catalogue_first_and_the_request_last() -> None:
         "search_hotels(city: string, check_in: date, nights: integer, "
         "max_price_per_night?: number) -> {hotels}" in prefix
     )
-    request = build_request("Weather in Oslo?", __import__("datetime").date(2026, 3, 2))
-    assert request.startswith("Today: 2026-03-02 (Monday). Request: Weather in Oslo?")
+    today = date(2026, 3, 2)
+    # Today's date is in the part cached once a day; a request reads only its own words.
+    assert build_dated(today).endswith("<|im_start|>user\nToday: 2026-03-02 (Monday). Request:")
+    request = build_request("Weather in Oslo?", today)
+    assert request.startswith(" Weather in Oslo?<|im_end|>")
     assert build_prefix(CATALOGUE) == prefix  # stable, so its KV cache can be reused
 
 
@@ -105,6 +116,28 @@ def _model_available() -> str | None:
     except ModelError as exc:
         return str(exc)
     return None
+
+
+@pytest.mark.model
+@pytest.mark.skipif(_model_available() is not None, reason=str(_model_available()))
+def test_todays_line_cached_apart_reads_as_the_same_tokens_as_the_whole_prompt() -> None:
+    """The dated part ends with `Request:` and the request starts with a space: split there,
+    the model reads exactly the tokens of the whole prompt, so caching the date's line with the
+    calendar changes no plan (a request reads ~14 tokens fewer)."""
+    from llama_cpp import Llama
+
+    llm = Llama(model_path=str(resolve_model(None)), vocab_only=True, verbose=False)
+    dev = shared_file("planner-tasks/dev.jsonl").read_text(encoding="utf-8").splitlines()
+    requests = [json.loads(line)["request"] for line in dev if line.strip()]
+    requests += ["500 dollars in yen?", "'Dentist' on Friday", "  spaced  ", "«Oslo»", "📅 today"]
+    today = date(2026, 3, 2)
+    dated = build_prefix(CATALOGUE) + build_dated(today)
+    for request in requests:
+        whole = llm.tokenize((dated + build_request(request, today)).encode(), False, True)
+        apart = llm.tokenize(dated.encode(), False, True) + llm.tokenize(
+            build_request(request, today).encode(), False, True
+        )
+        assert apart == whole, request
 
 
 @pytest.mark.model

@@ -198,9 +198,19 @@ def user_text(request: str, today: date, *, numbers: bool = True) -> str:
     """The user message: today's date and the request, its relative dates and (`numbers`) its
     numbers in words or with units written out ("tomorrow (2026-03-03)", "two hours (120
     minutes)")."""
+    return _today_line(today) + _request_text(request, today, numbers=numbers)
+
+
+def _today_line(today: date) -> str:
+    """The user message's opening, the same for every request of a day."""
+    return f"Today: {today.isoformat()} ({today.strftime('%A')}). Request:"
+
+
+def _request_text(request: str, today: date, *, numbers: bool) -> str:
+    """The request as the user message has it after its opening (a space first: the opening
+    ends a pre-token at its colon, so the two read as the same tokens apart or together)."""
     request = annotate_dates(request.strip(), today)
-    request = annotate_numbers(request) if numbers else request
-    return f"Today: {today.isoformat()} ({today.strftime('%A')}). Request: {request}"
+    return " " + (annotate_numbers(request) if numbers else request)
 
 
 def build_prefix(catalogue: Sequence[ToolDescriptor]) -> str:
@@ -227,9 +237,10 @@ def calendar_text(today: date) -> str:
 
 
 def build_dated(today: date) -> str:
-    """The part of the prompt that changes once a day: the calendar, then the user turn's opening.
-    Its KV cache is computed on the day's first request and kept."""
-    return f"\n\n{calendar_text(today)}<|im_end|>\n<|im_start|>user\n"
+    """The part of the prompt that changes once a day: the calendar, then the user turn's
+    opening with today's date (`Today: ... Request:`). Its KV cache is computed on the day's
+    first request and kept, so a request reads only its own words and the prompt's closing."""
+    return f"\n\n{calendar_text(today)}<|im_end|>\n<|im_start|>user\n{_today_line(today)}"
 
 
 # Said after a request that asks for something done to each of several things, and only then:
@@ -242,10 +253,10 @@ FOR_EACH_HINT = (
 
 
 def build_request(request: str, today: date, *, numbers: bool = True) -> str:
-    """The part of the prompt after the dated part: the request (and, when it asks for
+    """The part of the prompt after the dated part: the request's words (and, when it asks for
     something done to each of several things, how a step over a list is written), then the
     assistant's opening."""
-    user = user_text(request, today, numbers=numbers) + _hint(request)
+    user = _request_text(request, today, numbers=numbers) + _hint(request)
     return f"{user}<|im_end|>\n<|im_start|>assistant\nPlan:\n"
 
 
@@ -257,7 +268,7 @@ def build_round(task: PlanningTask, *, numbers: bool = True) -> str:
     """The part after the dated part for a round of planning on: the request, the results so
     far (fenced as data), then the plan so far, which the model continues (`done` if it is
     complete)."""
-    user = user_text(task.request, task.today, numbers=numbers) + _hint(task.request)
+    user = _request_text(task.request, task.today, numbers=numbers) + _hint(task.request)
     results = render_observations(task.observations)
     plan = "".join(f"{render_step(step)}\n" for step in task.earlier)
     return f"{user}\n\n{results}<|im_end|>\n<|im_start|>assistant\nPlan:\n{plan}"
