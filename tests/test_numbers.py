@@ -35,6 +35,12 @@ from ember.planner.numbers import annotate_numbers, spoken_numbers
         ("one night in Oslo", [(1,)], "one night in Oslo"),
         ("book the cheapest one", [], "book the cheapest one"),  # "one" is no count here
         ("Say 'two hours' exactly", [], "Say 'two hours' exactly"),  # quoted text is not read
+        (  # apostrophes are no quotes: the number between two of them is read
+            "I've got three hundred and fifty dollars. What's that in yen?",
+            [(350,)],
+            "I've got three hundred and fifty (350) dollars. What's that in yen?",
+        ),
+        ("It's 'twenty past' Bob's", [], "It's 'twenty past' Bob's"),
         ("mail nine.lives@example.com", [], "mail nine.lives@example.com"),
         ("总结成不超过五十个词的摘要", [(50,)], "总结成不超过五十 (50)个词的摘要"),
         ("住两晚", [(2,)], "住两晚"),

@@ -70,9 +70,12 @@ _CN = re.compile(
     r"(?<![周期])([零一二两三四五六七八九十百千]+)(?=(?:个)?(?:晚|天|夜|小时|分钟|周|星期|词|字|人|位))"
 )
 _CN_HOURS = re.compile(r"([零一二两三四五六七八九十百千]+)个?小时")
-# Text no number is read from: quotes, e-mail addresses, paths, identifiers.
+# Text no number is read from: quotes, e-mail addresses, paths, identifiers. A single quote
+# opens or closes a quote only beside a non-letter: the apostrophes of "I've ... what's" hold
+# no quote between them.
 _SHIELD = re.compile(
-    r"'[^']*'|\"[^\"]*\"|“[^”]*”|「[^」]*」|\S+@\S+|(?<![\w.])/[\w./-]+|\b[A-Za-z]+-[0-9][\w-]*"
+    r"(?<![A-Za-z0-9])'[^'\n]*'(?![A-Za-z0-9])|\"[^\"]*\"|“[^”]*”|「[^」]*」|\S+@\S+"
+    r"|(?<![\w.])/[\w./-]+|\b[A-Za-z]+-[0-9][\w-]*"
 )
 
 
