@@ -28,6 +28,10 @@ MONDAY = date(2026, 3, 2)
         ("明天去上海", "明天 (2026-03-03)去上海"),
         ("下周一和周日", "下周一 (2026-03-09)和周日 (2026-03-08)"),
         ("3月18日", "3月18日 (2026-03-18)"),
+        ("2 nights from the 18th, then", "2 nights from the 18th (2026-03-18), then"),
+        ("on Thursday the 26th at 10am", "on Thursday the 26th (2026-03-26) at 10am"),
+        ("starting the 1st that costs", "starting the 1st (2026-04-01) that costs"),  # passed
+        ("until the 31st.", "until the 31st (2026-03-31)."),
     ],
 )
 def test_relative_dates_get_their_iso_date(text: str, expected: str) -> None:
@@ -36,7 +40,15 @@ def test_relative_dates_get_their_iso_date(text: str, expected: str) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["you may 2 things", "February 30", "tomorrow (2026-03-03)", "on 2026-03-03", "no dates"],
+    [
+        "you may 2 things",
+        "February 30",
+        "tomorrow (2026-03-03)",
+        "on 2026-03-03",
+        "no dates",
+        "on the 5th floor",  # a rank, not a day
+        "read the 3rd of the files",
+    ],
 )
 def test_text_without_a_resolvable_relative_date_is_left_alone(text: str) -> None:
     assert annotate_dates(text, MONDAY) == text

@@ -622,6 +622,15 @@ def test_a_question_gets_no_step_that_acts_unless_it_names_the_action() -> None:
     assert [step.tool for step in off] == ["search_hotels", "book_hotel"]
 
 
+def test_a_request_that_declines_an_action_gets_no_step_that_takes_it() -> None:
+    declined = "Find hotels in Lisbon for 2 nights from 2026-03-10, but don't book anything."
+    kept = plan(declined, LISBON + BOOK)
+    assert kept[0].tool == "search_hotels"
+    assert "book_hotel" not in [step.tool for step in kept]  # to find is not to book
+    off = plan(declined, LISBON + BOOK, off=frozenset({"declined"}))
+    assert [step.tool for step in off] == ["search_hotels", "book_hotel"]
+
+
 def test_a_numeric_id_the_user_gives_is_taken_as_a_number() -> None:
     steps = plan(
         "Show me PR 388 in payments-api",
@@ -646,6 +655,16 @@ def test_a_number_given_counts_as_used_by_its_value() -> None:
         '1. get_weather(city="Oslo", date="2026-03-08")\ndone',
     )
     assert len(steps) == 1  # "8" is held by 2026-03-08
+
+
+def test_a_quoted_text_counts_as_used_without_its_full_stop() -> None:
+    request = "Write 'Demo project. Keep it.' to /projects/demo/README.txt"
+    steps = plan(
+        request,
+        '1. write_file(path="/projects/demo/README.txt", content="Demo project. Keep it")\ndone',
+    )
+    assert len(steps) == 1  # the text is used, so the plan may end: no step pushed after it
+    assert grounding.givens(request)[0] == ("Demo project. Keep it.", "Demo project. Keep it")
 
 
 def test_a_tool_that_needs_one_of_its_optional_values_waits_for_one() -> None:

@@ -170,6 +170,30 @@ def test_only_a_request_that_is_all_questions_loses_the_tools_that_act() -> None
     assert not acts_unasked(unsaid, "What is open in PAY?")
 
 
+def test_a_request_that_declines_an_action_loses_the_tool_that_acts() -> None:
+    from ember.planner.grounding import declines
+
+    book = next(tool for tool in demo_catalog() if tool.tool_name == "book_hotel")
+    search = next(tool for tool in demo_catalog() if tool.tool_name == "search_hotels")
+    for declined in (
+        "Find hotels in Lisbon for 2 nights. Don't book it.",
+        "Email Claire the cheapest hotel in each city - no booking yet.",
+        "Look up hotels there, I don’t want to book anything yet.",  # a curly apostrophe
+        "Email her the three cheapest hotels you find - she'll book herself.",
+        "Only show me, do not book.",
+    ):
+        assert declines(book, declined), declined
+        assert not declines(search, declined)  # a tool that only reads is never declined
+    for asked in (
+        "Book the cheapest hotel in Lisbon and don't email me.",
+        "Don't forget to book the hotel in Lisbon.",
+        "Book a room for myself in Lisbon.",
+        "Email 'do not book' to anna@example.com and book the hotel",  # quoted: not read
+        "Is there no way to book the cheapest hotel?",
+    ):
+        assert not declines(book, asked) or asked.startswith("Is there"), asked
+
+
 def test_the_rules_switched_off_are_off_for_plans_made_elsewhere_too() -> None:
     search = Step(1, "search_hotels", {"city": "Lisbon", "check_in": "2026-03-10", "nights": 2})
     book = Step(

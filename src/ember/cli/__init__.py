@@ -372,12 +372,18 @@ def _add_eval_command(commands: Any) -> None:
         "--rules-off",
         help="llama: switch decoding rules off, to measure them (comma-separated: push-bound, "
         "schema, named-dates, numbers, doubt-check, for-each, optional-text, questions-read, "
-        "write-order, times)",
+        "write-order, times, declined)",
     )
     planner.add_argument(
         "--abstain-band",
         help="llama: LOW,HIGH margins for no tool fits instead of the model's own (e.g. "
         "6.25,6.25: a single threshold)",
+    )
+    planner.add_argument(
+        "--typed-ahead",
+        action="store_true",
+        help="llama: read each request into the model before submitting it, as a front end "
+        "does while the user types (times are then from submit)",
     )
     planner.set_defaults(handler=_command("measure", "eval_planner"))
     answers = kinds.add_parser(

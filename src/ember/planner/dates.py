@@ -36,6 +36,9 @@ Relative expressions (English and Chinese), with the rules for the ambiguous one
 - a month and day without a year: "March 18", "18 March", "the 1st of February", 3月18日 ->
   that day this year, or next year if it has passed (bookings and events lie ahead); February
   29 -> the next leap year's. Lowercase "may" is a verb, not the month.
+- a day of the month alone, as an ordinal: "from the 18th", "Thursday the 25th" -> the next
+  such day, today included (this month's, else the next month that has it; a weekday before
+  it is its own). Not a rank: "the 5th floor", "the 3rd of the files".
 
 Never read: anything in quotes ('...', "...", “...”, ‘...’, 「...」, 『...』, 《...》, `...`),
 paths and URLs (/a/b, C:\\x, docs/x.md), identifiers (C-2041, INV-2026-03, v1.2, snake_case,
@@ -234,6 +237,18 @@ def _month_day(match: re.Match[str], today: date) -> date | None:
     return None  # "February 30": not a date, left alone
 
 
+def _day_of_month(match: re.Match[str], today: date) -> date | None:
+    """A day of the month alone ("the 25th"): the next such day, today included (this month's,
+    else a later month's that has one)."""
+    day = int(match["day"])
+    for ahead in range(13):
+        year, month = divmod(today.month - 1 + ahead, 12)
+        when = _valid(today.year + year, month + 1, day)
+        if when is not None and when >= today:
+            return when
+    return None
+
+
 def _month(name: str) -> int:
     return int(name) if name.isdigit() else _MONTHS.index(name[:3].lower()) + 1
 
@@ -270,6 +285,9 @@ def _as_written(needles: str, pattern: str) -> _Rule:
 
 
 _NO_YEAR = r"(?!,?\s*(?:'[0-9]{2}|[0-9]{3}))"  # "March 3 '27", "March 3, 20271": not read
+_ORDINAL_DAY = r"(?P<day>[0-9]{1,2})(?:st|nd|rd|th)\b"
+# "the 5th floor", "the 3rd invoice", "the 2nd of the files": a rank, not a day of the month
+_NOT_A_COUNT = r"(?!\s+(?:of\b|[a-z]+(?<!at)(?<!and)(?<!for)(?<!to)(?<!that)(?<!until)\b))"
 _NO_TIME = r"(?<![0-9][:./-])"  # "12:30 January": not the 30th
 _NOT_EVERY = r"(?<!every\s)(?<!each\s)"
 _CN_NOT_EVERY = r"(?<![每上下这本个0-9一二两三四五六七八九十几])"
@@ -341,6 +359,7 @@ _RULES = [
         _month_day,
     ),
     _rule("月", rf"(?<![年0-9])(?P<mon>[0-9]{{1,2}})\s*月\s*{_DAY}\s*[日号]{_TRAIL}", _month_day),
+    _rule("st nd rd th", rf"\bthe\s+{_ORDINAL_DAY}{_NOT_A_COUNT}", _day_of_month),
     _rule(
         _DAYS, rf"{_NOT_EVERY}\b(?:(?:this|on|coming|this\s+coming)\s+)?{_WD}\b(?:'s)?", _rolling(0)
     ),

@@ -48,7 +48,8 @@ MAX_STEPS = 12
 # request names, numbers in words or units, the check of a first call made in doubt, steps
 # over lists, optional short texts the request does not say (a habitual glob "*.pdf"), tools
 # that act offered to a question that does not name their action, the ordering of a call
-# after an earlier one that changes a path it touches, and optional times of day never said.
+# after an earlier one that changes a path it touches, optional times of day never said, and
+# tools that act offered to a request that declines their action ("don't book").
 RULES = (
     "push-bound",
     "schema",
@@ -60,6 +61,7 @@ RULES = (
     "questions-read",
     "write-order",
     "times",
+    "declined",
 )
 
 

@@ -38,6 +38,7 @@ __all__ = [
     "asks_for_each",
     "breaks_pattern",
     "calendar_dates",
+    "declines",
     "givens",
     "integers",
     "is_identifier",
@@ -141,8 +142,34 @@ def acts_unasked(tool: ToolDescriptor, request: str) -> bool:
         _INQUIRES.search(part) and part.rstrip().endswith("?") for part in sentences
     ):
         return False
-    action = re.split(r"_|(?<=[a-z])(?=[A-Z])", tool.tool_name, maxsplit=1)[0].casefold()
+    action = _action(tool)
     return not any(word.startswith(action) for word in re.findall(r"\w+", request.casefold()))
+
+
+def _action(tool: ToolDescriptor) -> str:
+    """A tool's action: the first word of its name (`book_hotel`: "book"; `createIssue`:
+    "create")."""
+    return re.split(r"_|(?<=[a-z])(?=[A-Z])", tool.tool_name, maxsplit=1)[0].casefold()
+
+
+_NEGATION = r"(?:don't|do\s+not|doesn't|does\s+not|not|no|never|without|won't|will\s+not)"
+_BY_ONESELF = r"(?:myself|yourself|herself|himself|themselves|ourselves)"
+
+
+def declines(tool: ToolDescriptor, request: str) -> bool:
+    """Whether the request declines the action of `tool`, a tool that acts (see
+    `acts_unasked`): its action word in any form after a negation, at most two words on
+    ("don't book", "no booking yet", "I don't want to book anything"; not "don't forget to
+    book"), or done by someone else ("she'll book herself", "I'll book it myself"). Quoted
+    text is not read. Small models book the hotels they were only asked to find."""
+    if tool.read_only is not False:
+        return False
+    text = QUOTED.sub(" ", request).casefold().replace("\u2019", "'")
+    act = rf"{re.escape(_action(tool))}\w*"
+    skipped = r"(?:(?!forget\b|fail\b|hesitate\b)\w+\s+){0,2}"
+    refused = rf"\b{_NEGATION}\s+{skipped}{act}\b"
+    by_another = rf"\b{act}\s+(?:(?!for\b)\w+\s+)?{_BY_ONESELF}\b"
+    return bool(re.search(refused, text) or re.search(by_another, text))
 
 
 _PLACEHOLDER = re.compile(r"\{[A-Za-z_]\w*\}")
@@ -222,10 +249,18 @@ def givens(request: str, *, spoken: bool = True) -> list[Given]:
     codes = CODE.findall(rest)
     rest = CODE.sub(" ", rest)
     numbers = [number.replace(",", "") for number in NUMBER.findall(rest)]
-    found: list[Given] = [(value,) for value in [*quoted, *emails, *paths, *codes, *numbers]]
+    found: list[Given] = [_quoted_forms(value) for value in quoted]
+    found += [(value,) for value in [*emails, *paths, *codes, *numbers]]
     if spoken:
         found += [tuple(map(_plain, vals)) for vals in spoken_numbers(rest, counts_only=True)]
     return list(dict.fromkeys(found))
+
+
+def _quoted_forms(text: str) -> Given:
+    """A quoted text as a plan may use it: as written, or without the full stop (or other
+    closing mark) it ends with, which a model often leaves out ('Demo project. Keep it.')."""
+    bare = text.rstrip(".!?。！？ ")
+    return (text, bare) if bare and bare != text else (text,)
 
 
 def stated_numbers(request: str, *, spoken: bool = True) -> set[float]:
@@ -525,11 +560,13 @@ class Grounds:
         self.timed = states_a_time(request)
         self.given_items = bool(QUOTED.search(request) or self.emails or self.codes or self.paths)
         self.off = off  # decoding rules switched off (`decoding.RULES`), to measure them
-        # the tools that act, which a request that only asks to know something is not offered
+        # the tools that act, which a request that only asks to know something, or declines
+        # their action, is not offered
         self.unasked = frozenset(
-            ()
-            if "questions-read" in off
-            else (name for name, tool in self.tools.items() if acts_unasked(tool, request))
+            name
+            for name, tool in self.tools.items()
+            if ("questions-read" not in off and acts_unasked(tool, request))
+            or ("declined" not in off and declines(tool, request))
         )
         # While a step over a list is written: the list (`1.files`) and its items' schema.
         self.item: tuple[str, dict[str, Any]] | None = None
