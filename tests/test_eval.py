@@ -6,12 +6,17 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from ember import Plan
+from ember.errors import UserError
 from ember.measure import scoring
 from ember.measure.planner_eval import evaluate_planner, load_tasks
+from ember.planner.base import PlanEvent, PlanningTask
 from ember.testing import ScriptedPlanner
 from ember.tools.demo import demo_catalog
 
@@ -61,6 +66,47 @@ def test_an_oracle_scores_100_and_a_wrong_planner_0() -> None:
         evaluate_planner(ScriptedPlanner(wrong), tasks, demo_catalog(), progress=lambda _: None)
     )
     assert scored["accuracy"] == 0.0
+
+
+class TypedAhead(ScriptedPlanner):
+    """A scripted planner that can be typed ahead: it notes each request read before it is
+    planned."""
+
+    def __init__(self, script: dict[str, Plan]) -> None:
+        super().__init__(script)
+        self.read: list[str] = []
+        self.planned: list[tuple[str, bool]] = []  # request, and whether it was read first
+
+    def prefill(self, session_id: str, task: PlanningTask) -> int:
+        self.read.append(task.request)
+        return len(task.request)
+
+    async def plan(self, task: PlanningTask) -> AsyncIterator[PlanEvent]:
+        self.planned.append((task.request, self.read[-1:] == [task.request]))
+        async for event in super().plan(task):
+            yield event
+
+
+def test_typed_ahead_reads_each_request_before_it_is_submitted() -> None:
+    tasks = load_tasks(SAMPLE)
+    planner = TypedAhead(oracle_script(tasks))
+    summary = asyncio.run(
+        evaluate_planner(planner, tasks, demo_catalog(), progress=lambda _: None, typed_ahead=True)
+    )
+    assert planner.planned == [(t["request"], True) for t in tasks]
+    assert summary["typed_ahead"] is True
+    with_steps = sum(1 for plan in summary["predictions"].values() if plan["steps"])
+    assert summary["latency_s"]["first_step"]["n"] == with_steps
+    with pytest.raises(UserError, match="the scripted planner cannot read a request typed"):
+        asyncio.run(
+            evaluate_planner(
+                ScriptedPlanner({}),
+                tasks,
+                demo_catalog(),
+                progress=lambda _: None,
+                typed_ahead=True,
+            )
+        )
 
 
 def test_cli_eval_planner(tmp_path: Path) -> None:

@@ -59,7 +59,7 @@ def eval_planner(args: argparse.Namespace) -> int:
         )
     planner = build_planner(chosen, say=say)
     assert planner is not None, "eval planner always names a planner"
-    summary = asyncio.run(evaluate_planner(planner, tasks, catalogue))
+    summary = asyncio.run(evaluate_planner(planner, tasks, catalogue, typed_ahead=args.typed_ahead))
     if args.predictions:
         with open(args.predictions, "w", encoding="utf-8") as out:
             for task_id, plan in summary["predictions"].items():
@@ -71,7 +71,9 @@ def eval_planner(args: argparse.Namespace) -> int:
     latency = summary["latency_s"]
     print(
         f"\nTTFT median {latency['ttft']['median']} s, p90 {latency['ttft']['p90']} s; "
-        f"plan median {latency['plan']['median']} s, p90 {latency['plan']['p90']} s"
+        f"plan median {latency['plan']['median']} s, p90 {latency['plan']['p90']} s; "
+        f"first step median {latency['first_step']['median']} s"
+        + (" (typed ahead: from submit)" if summary["typed_ahead"] else "")
     )
     if "passes" in summary:
         passes = summary["passes"]
@@ -130,7 +132,9 @@ def eval_bfcl(args: argparse.Namespace) -> int:
     latency = summary["latency_s"]
     print(
         f"\nTTFT median {latency['ttft']['median']} s, p90 {latency['ttft']['p90']} s; "
-        f"plan median {latency['plan']['median']} s, p90 {latency['plan']['p90']} s"
+        f"plan median {latency['plan']['median']} s, p90 {latency['plan']['p90']} s; "
+        f"first step median {latency['first_step']['median']} s"
+        + (" (typed ahead: from submit)" if summary["typed_ahead"] else "")
     )
     return 0
 

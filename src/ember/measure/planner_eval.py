@@ -7,6 +7,7 @@ the planner's latency: time to first token and time to the whole plan, median an
 
 from __future__ import annotations
 
+import asyncio
 import json
 import statistics
 import sys
@@ -21,7 +22,7 @@ import msgspec
 from ember.errors import PlanError, PlannerError, UserError
 from ember.measure import scoring
 from ember.plan import Step
-from ember.planner.base import FirstToken, Planner, PlanningTask, PlanStats
+from ember.planner.base import FirstToken, Planner, PlanningTask, PlanStats, Prefills
 from ember.tools.descriptor import ToolDescriptor
 
 __all__ = ["evaluate_planner", "latency_summary", "load_tasks", "plan_timed"]
@@ -54,11 +55,17 @@ async def evaluate_planner(
     catalogue: list[ToolDescriptor],
     *,
     progress: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
+    typed_ahead: bool = False,
 ) -> dict[str, Any]:
-    """Plan every task, score the plans, and time the planner."""
+    """Plan every task, score the plans, and time the planner. With `typed_ahead` (a planner
+    that `Prefills`), each request is read into the model before it is submitted, as a front
+    end that sent it while the user typed would have it: times are from submit."""
+    if typed_ahead and not isinstance(planner, Prefills):
+        raise UserError(f"the {planner.name} planner cannot read a request typed ahead")
     predictions: dict[str, Any] = {}
     ttft: list[float] = []
     plan_s: list[float] = []
+    first_step: list[float] = []
     failures: dict[str, str] = {}
     margins: dict[str, float | None] = {}
     passes: dict[str, int | None] = {}
@@ -67,8 +74,11 @@ async def evaluate_planner(
         planning = PlanningTask(
             task["request"], date.fromisoformat(task["today"]), tuple(catalogue)
         )
+        if typed_ahead:
+            assert isinstance(planner, Prefills)
+            await asyncio.to_thread(planner.prefill, "eval", planning)
         try:
-            steps = await plan_timed(planner, planning, ttft, plan_s)
+            steps = await plan_timed(planner, planning, ttft, plan_s, first_step)
             predictions[task["id"]] = {"steps": [_plain(s) for s in steps]}
         except (PlannerError, PlanError) as exc:
             failures[task["id"]] = str(exc)
@@ -82,7 +92,8 @@ async def evaluate_planner(
     summary = scoring.score(tasks, predictions, catalog)
     summary["planner"] = planner.name
     summary["planner_errors"] = failures
-    summary["latency_s"] = latency_summary(ttft, plan_s)
+    summary["latency_s"] = latency_summary(ttft, plan_s) | {"first_step": _stats(first_step)}
+    summary["typed_ahead"] = typed_ahead
     summary["predictions"] = predictions
     if margins:  # the embedded planner's first-choice margins: to set its abstain band by
         summary["first_choice_margin"] = margins
@@ -95,9 +106,15 @@ async def evaluate_planner(
 
 
 async def plan_timed(
-    planner: Planner, task: PlanningTask, ttft: list[float], plan_s: list[float]
+    planner: Planner,
+    task: PlanningTask,
+    ttft: list[float],
+    plan_s: list[float],
+    first_step: list[float] | None = None,
 ) -> list[Step]:
-    """Plan `task`; append its time to first token and to the whole plan (also on failure)."""
+    """Plan `task`; append its time to first token and to the whole plan (also on failure),
+    and to `first_step` the time its first step was complete (when it has one: the executor
+    starts a step as soon as it arrives)."""
     start = time.perf_counter()
     steps: list[Step] = []
     try:
@@ -105,6 +122,8 @@ async def plan_timed(
             if isinstance(item, FirstToken):
                 ttft.append(time.perf_counter() - start)
             else:
+                if not steps and first_step is not None:
+                    first_step.append(time.perf_counter() - start)
                 steps.append(item)
     finally:
         plan_s.append(time.perf_counter() - start)
