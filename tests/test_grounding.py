@@ -189,9 +189,8 @@ def test_a_request_that_declines_an_action_loses_the_tool_that_acts() -> None:
         "Don't forget to book the hotel in Lisbon.",
         "Book a room for myself in Lisbon.",
         "Email 'do not book' to anna@example.com and book the hotel",  # quoted: not read
-        "Is there no way to book the cheapest hotel?",
     ):
-        assert not declines(book, asked) or asked.startswith("Is there"), asked
+        assert not declines(book, asked), asked
 
 
 def test_the_rules_switched_off_are_off_for_plans_made_elsewhere_too() -> None:
