@@ -631,6 +631,41 @@ def test_a_request_that_declines_an_action_gets_no_step_that_takes_it() -> None:
     assert [step.tool for step in off] == ["search_hotels", "book_hotel"]
 
 
+def test_a_recipients_address_is_no_key_to_look_a_record_up_by() -> None:
+    request = "Extract the invoice at /data/in/inv-1.pdf and email the vendor to ap@example.com"
+    wish = (
+        '1. extract_invoice(path="/data/in/inv-1.pdf")\n'
+        '2. lookup_customer(email="ap@example.com")\n'
+        '3. send_email(to="ap@example.com", subject="Vendor", body="{$1.vendor}")\ndone'
+    )
+    steps = plan(request, wish)
+    assert steps[0].tool == "extract_invoice"
+    assert "lookup_customer" not in [step.tool for step in steps]
+    off = plan(request, wish, off=frozenset({"recipients"}))
+    assert [step.tool for step in off] == ["extract_invoice", "lookup_customer", "send_email"]
+    sent = Step(3, "send_email", {"to": "ap@example.com", "subject": "V", "body": "{$1.vendor}"})
+    held = grounding.Grounds(CATALOGUE, request, TODAY)
+    assert held.repair(sent, steps[:1]) == sent  # a tool that sends takes the recipient
+    looked_up = Step(2, "lookup_customer", {"email": "ap@example.com"})
+    assert held.repair(looked_up, steps[:1]) is None  # one that only reads does not
+    assert grounding.recipients("Email it to me at jo@example.se, cc ann@example.com") == {
+        "jo@example.se",
+        "ann@example.com",
+    }
+    assert grounding.recipients("Look up maria@example.com's tier") == set()
+
+
+def test_the_step_over_a_list_hint_copied_into_a_text_is_left_out() -> None:
+    request = "Look up customers C-2201 and C-2202 and email both names to team@example.com"
+    wish = (
+        '1. lookup_customer(customer_id="C-2201")\n2. lookup_customer(customer_id="C-2202")\n'
+        '3. send_email(to="team@example.com", subject="Names", body="{$1.name} and {$2.name}.'
+        ' for each item in 1.list: read_file(path={$1.name})")\ndone'
+    )
+    body = plan(request, wish)[2].args["body"]
+    assert body == "{$1.name} and {$2.name}."
+
+
 def test_a_numeric_id_the_user_gives_is_taken_as_a_number() -> None:
     steps = plan(
         "Show me PR 388 in payments-api",

@@ -49,7 +49,8 @@ MAX_STEPS = 12
 # over lists, optional short texts the request does not say (a habitual glob "*.pdf"), tools
 # that act offered to a question that does not name their action, the ordering of a call
 # after an earlier one that changes a path it touches, optional times of day never said, and
-# tools that act offered to a request that declines their action ("don't book").
+# tools that act offered to a request that declines their action ("don't book"), and a
+# recipient's address offered to a tool that only reads (a lookup of the mail's recipient).
 RULES = (
     "push-bound",
     "schema",
@@ -62,6 +63,7 @@ RULES = (
     "write-order",
     "times",
     "declined",
+    "recipients",
 )
 
 
@@ -524,7 +526,9 @@ class PlanDecoder:
             else:
                 break
         cursor.force('"')
-        return text
+        # The step-over-a-list hint after the request, copied into a text as if it were the
+        # user's words ("for each item in 1.list: read_file(path={$1.name})"): not the text's.
+        return " ".join(_PLAN_SYNTAX.sub(" ", text).split()) if FOR_EACH in text else text
 
     def _paths(self, step: Step) -> list[str]:
         return ["", *field_paths(self._grounds.returns(step))]
@@ -569,6 +573,7 @@ class PlanDecoder:
 
 
 _DECIMAL = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+_PLAN_SYNTAX = re.compile(re.escape(FOR_EACH) + r"\$?[\w.]+:\s*\w+\([^)]*\)?")
 
 
 def _indexed(reference: str) -> bool:

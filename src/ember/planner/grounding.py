@@ -46,6 +46,7 @@ __all__ = [
     "named_dates",
     "needs_answer",
     "reapplies",
+    "recipients",
     "relative_paths",
     "source_of",
     "spans_matching",
@@ -254,6 +255,19 @@ def givens(request: str, *, spoken: bool = True) -> list[Given]:
     if spoken:
         found += [tuple(map(_plain, vals)) for vals in spoken_numbers(rest, counts_only=True)]
     return list(dict.fromkeys(found))
+
+
+_RECIPIENT = re.compile(
+    rf"\b(?:to|cc)\s+(?:(?:me|him|her|them|us|my\s+\w+)\s+(?:at\s+)?)?({EMAIL.pattern})",
+    re.IGNORECASE,
+)
+
+
+def recipients(request: str) -> set[str]:
+    """The addresses a request sends something to ("... to ap@example.com", "to me at
+    a@example.com", "cc b@example.com"), outside quotes: the delivery's, not a customer to
+    look up by (an extra `lookup_customer(email=...)` of the recipient)."""
+    return set(_RECIPIENT.findall(QUOTED.sub(" ", request)))
 
 
 def _quoted_forms(text: str) -> Given:
@@ -552,6 +566,8 @@ class Grounds:
         self.dates = calendar_dates(today)
         self.named_dates = named_dates(request, today)
         self.emails = list(dict.fromkeys(EMAIL.findall(request)))
+        # where the request sends something: no key to look a record up by
+        self.recipients = set() if "recipients" in off else recipients(request)
         without_emails = EMAIL.sub(" ", request)
         self.codes = list(dict.fromkeys(CODE.findall(without_emails)))
         self.integers = integers(request)
@@ -645,7 +661,13 @@ class Grounds:
         References go to results nothing uses yet where there are any: each feeds one call."""
         if schema.get("format") == "email":
             found = [f"${ref}" for ref in self.references(schema, earlier)]
-            return [f'"{address}"' for address in self.emails] + found
+            called = self.tools.get(tool)
+            addresses = [
+                address
+                for address in self.emails
+                if not (called and called.read_only and address in self.recipients)
+            ]
+            return [f'"{address}"' for address in addresses] + found
         if value_kind(schema) == "array" and "schema" not in self.off and not self.given_items:
             # a list an earlier result holds under the parameter's own name is that list
             # (mail_merge's columns and rows: sql_query's), not one written out again, where
@@ -764,6 +786,8 @@ class Grounds:
             if name not in required and options is None and self.unsaid(schema, value):
                 continue
             args[name] = value
+        if len(args) < tool.parameters.get("minProperties", 0):
+            return None  # it needs one of its optional values, and none is grounded
         waits = [] if "write-order" in self.off else writes_before(tool, args, earlier, self.tools)
         after = [*step.after, *(n for n in waits if n not in step.after)]
         return msgspec.structs.replace(step, args=args, after=after)
@@ -776,7 +800,10 @@ class Grounds:
         if options is not None:
             written = value if isinstance(value, str) and value.startswith("$") else None
             return (written or json.dumps(value, ensure_ascii=False)) in options or (
-                not options and isinstance(value, str) and value in self.request
+                not options
+                and isinstance(value, str)
+                and value in self.request
+                and schema.get("format") != "email"  # an address is never written freely
             )
         if isinstance(value, str) and value.startswith("$"):
             return True
