@@ -48,7 +48,7 @@ MAX_STEPS = 12
 # request names, numbers in words or units, the check of a first call made in doubt, steps
 # over lists, optional short texts the request does not say (a habitual glob "*.pdf"), tools
 # that act offered to a question that does not name their action, the ordering of a call
-# after an earlier one that changes a path it touches, optional times of day never said, and
+# after an earlier one that changes a path it touches, optional times of day never said,
 # tools that act offered to a request that declines their action ("don't book"), and a
 # recipient's address offered to a tool that only reads (a lookup of the mail's recipient).
 RULES = (
