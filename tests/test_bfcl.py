@@ -15,6 +15,8 @@ import pytest
 from ember.plan import Step
 from ember.planner.base import FirstToken, PlanEvent, PlanningTask
 
+from .conftest import ember
+
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("bfcl_eval") is None,
     reason="bfcl-eval is not installed: pip install --no-deps bfcl-eval==2026.3.23 filelock mpmath",
@@ -99,3 +101,20 @@ def test_an_unknown_category_is_named() -> None:
 
     with pytest.raises(UserError, match="unknown BFCL category 'simple_java'.*simple_python"):
         load_category("simple_java")
+
+
+def test_the_command_prints_its_table_and_latency(ember_env: dict[str, str]) -> None:
+    done = ember(
+        ember_env,
+        "eval",
+        "bfcl",
+        "--planner",
+        "scripted",
+        "--limit",
+        "1",
+        "--categories",
+        "simple_python",
+    )
+    assert done.returncode == 0, done.stderr
+    assert "simple_python              0/1" in done.stdout
+    assert "plan median" in done.stdout

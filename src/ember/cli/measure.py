@@ -132,9 +132,7 @@ def eval_bfcl(args: argparse.Namespace) -> int:
     latency = summary["latency_s"]
     print(
         f"\nTTFT median {latency['ttft']['median']} s, p90 {latency['ttft']['p90']} s; "
-        f"plan median {latency['plan']['median']} s, p90 {latency['plan']['p90']} s; "
-        f"first step median {latency['first_step']['median']} s"
-        + (" (typed ahead: from submit)" if summary["typed_ahead"] else "")
+        f"plan median {latency['plan']['median']} s, p90 {latency['plan']['p90']} s"
     )
     return 0
 
