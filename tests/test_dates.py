@@ -47,6 +47,7 @@ def test_relative_dates_get_their_iso_date(text: str, expected: str) -> None:
         "on 2026-03-03",
         "no dates",
         "on the 5th floor",  # a rank, not a day
+        "take the 5th seat",  # a word that only ends like "at" is a rank's too
         "read the 3rd of the files",
     ],
 )

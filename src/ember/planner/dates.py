@@ -287,7 +287,7 @@ def _as_written(needles: str, pattern: str) -> _Rule:
 _NO_YEAR = r"(?!,?\s*(?:'[0-9]{2}|[0-9]{3}))"  # "March 3 '27", "March 3, 20271": not read
 _ORDINAL_DAY = r"(?P<day>[0-9]{1,2})(?:st|nd|rd|th)\b"
 # "the 5th floor", "the 3rd invoice", "the 2nd of the files": a rank, not a day of the month
-_NOT_A_COUNT = r"(?!\s+(?:of\b|[a-z]+(?<!at)(?<!and)(?<!for)(?<!to)(?<!that)(?<!until)\b))"
+_NOT_A_COUNT = r"(?!\s+(?:of\b|(?!(?:at|and|for|to|that|until)\b)[a-z]+\b))"
 _NO_TIME = r"(?<![0-9][:./-])"  # "12:30 January": not the 30th
 _NOT_EVERY = r"(?<!every\s)(?<!each\s)"
 _CN_NOT_EVERY = r"(?<![每上下这本个0-9一二两三四五六七八九十几])"
