@@ -93,7 +93,8 @@ def test_a_question_is_answered_by_the_model_and_its_claims_checked(
     assert "".join(streamed) == wish
     assert result.unverified == ["number 12"]  # the rain was made up; the rest is in the result
     assert "Not found in the results or the request: number 12" in result.answer
-    assert result.latency_ms["l1_answer"] >= result.latency_ms["l1_answer_ttft"] >= 0
+    answer = result.latency_ms  # the answer's figures in order, not a speed target
+    assert 0 <= answer["l1_answer_ttft"] <= answer["l1_answer"]
     written = [e for e in journal.read("r-1") if isinstance(e, RunAnswered)]
     assert [e.text for e in written] == [wish]
 

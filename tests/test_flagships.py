@@ -63,7 +63,8 @@ def test_competitor_analysis(tmp_path: Path) -> None:
     assert len(outline["chart_suggestions"]) == 3
     assert Path(result["outline"]).read_text().startswith("# Competitor analysis FY2025")
     assert all(Path(chart).stat().st_size > 1000 for chart in result["charts"])
-    assert set(result["latency_ms"]) >= {"l1_ttft", "l2_overhead", "l3_persist", "l4_e2e"}
+    layers = set(result["latency_ms"])  # which layers are reported, not how fast
+    assert {"l1_ttft", "l2_overhead", "l3_persist", "l4_e2e"} <= layers
 
 
 @pytest.mark.model
