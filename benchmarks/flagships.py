@@ -1,7 +1,6 @@
 """The flagship workflows of examples/ end to end: each run's L1-L4, in one process, a fresh
 work folder per run, planned by the scripted planner (the flagship's plan.json) or by the
-embedded model (`planner="llama"`: the competitor analysis, the mail merge and the PLC watch,
-the three it plans right today)."""
+embedded model (`planner="llama"`: all four since 2026-12-04)."""
 
 from __future__ import annotations
 

@@ -222,7 +222,7 @@ SUITES: dict[str, list[Row]] = {
                 ("plc_watch", 2),
             )
         ),
-        # the flagships the embedded model plans right (evals/planner/FLAGSHIPS.md)
+        # the flagships planned by the embedded model (evals/planner/FLAGSHIPS.md)
         *(
             Row(
                 f"flagship.{name}.llama",
@@ -231,7 +231,7 @@ SUITES: dict[str, list[Row]] = {
                 3,
                 {"name": name, "planner": "llama", "_warmup": False},
             )
-            for name in ("competitors", "mail_merge", "plc_watch")
+            for name in ("competitors", "invoices", "mail_merge", "plc_watch")
         ),
         Row("travel.llama", "run_layers", None, 5, {"planner": "llama", "_warmup": False}),
         Row(

@@ -119,7 +119,25 @@ def test_invoice_batch_killed_mid_way_books_every_invoice_exactly_once(tmp_path:
     assert batch["booked"] == 100 - booked_before  # the resumed step booked only the rest
     assert batch["already_booked"] == booked_before
     assert (batch["valid"], batch["invalid"]) == (96, 4)
-    assert "- invoices: 100" in (work / "out" / "summary.md").read_text()
+    assert batch["summary"] == str((work / "out" / "summary.md").resolve())
+    summary = (work / "out" / "summary.md").read_text()
+    assert "- invoices: 100\n" in summary
+    assert "- valid: 96; totals do not add up: 4\n" in summary  # the whole folder, resumed
+
+
+@pytest.mark.model
+def test_invoice_batch_planned_by_the_embedded_model(tmp_path: Path) -> None:
+    """The request planned by the default model instead of plan.json: one batch step that
+    books the folder into the ledger and writes the summary where the request says."""
+    result = run("invoices", tmp_path, "--planner", "llama", "--count", "12", timeout=600)
+    assert result["status"] == "succeeded", result["error"]
+    [batch] = result["steps"]
+    assert batch["tool"] == "docs_invoice_batch"
+    assert batch["args"]["folder"].rstrip("/") == "invoices"
+    assert batch["args"]["ledger"] == "out/ledger.csv"
+    assert batch["args"]["summary"] == "out/summary.md"
+    assert len(ledger(tmp_path)) == 12
+    assert "- invoices: 12\n" in (tmp_path / "out" / "summary.md").read_text()
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ import pytest
 from examples.fixtures import STATEMENTS, write_invoices, write_statements
 
 from ember.config import DocsPack, FilesPack, Packs
+from ember.errors import ToolCallError
 from ember.tools.packs.docs import DocsTools
 from ember.tools.packs.invoices import Ledger, extract_invoice
 
@@ -127,6 +128,26 @@ def test_the_batch_books_each_invoice_once_even_after_a_torn_ledger_line(
     assert sorted(row["file"] for row in rows) == [f"invoice-00{i}.pdf" for i in range(1, 7)]
     assert len({row["sha256"] for row in rows}) == 6
     assert Ledger(ledger).keys == {row["sha256"] for row in rows}
+
+
+def test_the_batch_writes_its_summary_as_markdown_inside_the_roots(
+    docs: DocsTools, root: Path
+) -> None:
+    batch = docs.docs_invoice_batch("invoices", "out/ledger.csv", summary="out/summary.md")
+    written = root / "out" / "summary.md"
+    assert batch["summary"] == str(written.resolve())
+    text = written.read_text()
+    assert text.startswith("# Invoice batch\n")
+    assert "- invoices: 6\n" in text
+    assert "- booked by this batch: 6 (already in the ledger: 0)\n" in text
+    assert "- valid: 4; totals do not add up: 2\n" in text
+    totals = ", ".join(f"{code} {amount:,.2f}" for code, amount in sorted(batch["totals"].items()))
+    assert f"- totals of the valid invoices: {totals}\n" in text
+    assert docs.docs_invoice_batch("invoices", "out/ledger.csv")["summary"] is None
+    with pytest.raises(ToolCallError, match="outside the allowed roots") as refused:
+        docs.docs_invoice_batch("invoices", "out/ledger2.csv", summary="/etc/summary.md")
+    assert "/etc/summary.md" in str(refused.value)
+    assert not (root / "out" / "ledger2.csv").exists()  # refused before anything was booked
 
 
 def test_bad_documents_are_clear_errors_recorded_on_the_step(root: Path, tmp_path: Path) -> None:

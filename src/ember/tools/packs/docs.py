@@ -54,6 +54,23 @@ class Batch(TypedDict):
     invalid: int
     failed: list[Failure]
     totals: dict[str, float]
+    summary: str | None
+
+
+def batch_markdown(batch: Batch) -> str:
+    """A batch's summary as Markdown, for a person: counts, unreadable files, totals."""
+    failed = "".join(f"\n  - {f['file']}: {f['error']}" for f in batch["failed"]) or " none"
+    totals = ", ".join(f"{code} {amount:,.2f}" for code, amount in sorted(batch["totals"].items()))
+    return (
+        "# Invoice batch\n\n"
+        f"- invoices: {batch['files']}\n"
+        f"- booked by this batch: {batch['booked']} "
+        f"(already in the ledger: {batch['already_booked']})\n"
+        f"- valid: {batch['valid']}; totals do not add up: {batch['invalid']}\n"
+        f"- unreadable:{failed}\n"
+        f"- totals of the valid invoices: {totals or 'none'}\n"
+        f"- ledger: {batch['ledger']}\n"
+    )
 
 
 class Outline(TypedDict):
@@ -107,38 +124,47 @@ class DocsTools:
         return {"path": document["path"], **extract_invoice(document["text"])}
 
     @tool(idempotent=True, read_only=False)
-    def docs_invoice_batch(self, folder: str, ledger: str, pattern: str = "*.pdf") -> Batch:
+    def docs_invoice_batch(
+        self, folder: str, ledger: str, summary: str | None = None, pattern: str = "*.pdf"
+    ) -> Batch:
         """Extract and check every invoice in a folder and book each into a CSV ledger,
         exactly once (a resumed or repeated batch skips invoices already booked). Returns a
-        summary: counts, the files that could not be read, totals by currency.
+        summary: counts, the files that could not be read, totals by currency; written as
+        Markdown to a file too, given one.
 
         Args:
             folder: The folder of invoices.
             ledger: The CSV ledger to append to (created if missing).
+            summary: The path of a Markdown file to write the summary to (replaced).
             pattern: Which files are invoices, a glob.
         """
         tool_name = "docs_invoice_batch"
         files = sorted(self.roots.existing_dir(tool_name, folder).glob(pattern))
+        written = self.roots.inside(tool_name, summary) if summary is not None else None
         book = Ledger(self.roots.inside(tool_name, ledger))
         step = _step_label()
-        summary: Batch = {
+        batch: Batch = {
             "ledger": str(book.path), "files": len(files), "booked": 0, "already_booked": 0,
-            "valid": 0, "invalid": 0, "failed": [], "totals": {},
+            "valid": 0, "invalid": 0, "failed": [], "totals": {}, "summary": None,
         }  # fmt: skip
         for file in files:
             try:
                 invoice = extract_invoice(read_document(tool_name, file, self.max_pages)["text"])
             except Exception as exc:  # one bad file never stops the batch
-                summary["failed"].append({"file": file.name, "error": str(exc)})
+                batch["failed"].append({"file": file.name, "error": str(exc)})
                 continue
-            summary["booked" if book.book(file, invoice, step) else "already_booked"] += 1
-            summary["valid" if invoice["valid"] else "invalid"] += 1
+            batch["booked" if book.book(file, invoice, step) else "already_booked"] += 1
+            batch["valid" if invoice["valid"] else "invalid"] += 1
             if invoice["valid"] and invoice["currency"] and invoice["total"] is not None:
-                totals = summary["totals"]
+                totals = batch["totals"]
                 totals[invoice["currency"]] = round(
                     totals.get(invoice["currency"], 0.0) + invoice["total"], 2
                 )
-        return summary
+        if written is not None:
+            written.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(written, batch_markdown(batch).encode())
+            batch["summary"] = str(written)
+        return batch
 
     @tool(idempotent=True, read_only=True)
     def docs_financials(self, path: str) -> Statement:
