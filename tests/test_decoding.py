@@ -917,3 +917,51 @@ def test_an_optional_time_of_day_the_request_never_states_is_left_out() -> None:
     for said in ("from 2 to 3pm", "at 14.30", "15:00h", "2 o'clock", "half past two", "3点"):
         assert grounding.states_a_time(f"Call Ann {said}."), said
     assert not grounding.states_a_time("Call Ann on 2027-02-28 for 30 minutes, 'at 09:00'.")
+
+
+def test_a_list_of_statements_is_earlier_results_never_paths_written_in_their_place() -> None:
+    """docs_slide_outline's statements are objects (docs_financials results): it is not
+    offered before a step has such a result, and then takes results, not the files' paths
+    a model wishes to write in their place."""
+    from .test_grounding import PACKS
+
+    request = (
+        "slide outline comparing peers/northwind.pdf vs peers/halcyon.xlsx, charts too, "
+        "output to decks/peer-review"
+    )
+    outline = (
+        'docs_slide_outline(statements=["peers/northwind.pdf", "peers/halcyon.xlsx"], '
+        'folder="decks/peer-review")\ndone'
+    )
+    first = plan(request, f"1. {outline}", catalogue=PACKS)
+    assert "docs_slide_outline" not in [s.tool for s in first[:1]]
+    off = plan(request, f"1. {outline}", catalogue=PACKS, off=frozenset({"object-items"}))
+    assert off[0].args["statements"] == ["peers/northwind.pdf", "peers/halcyon.xlsx"]
+    read = [
+        Step(1, "docs_financials", {"path": "peers/northwind.pdf"}),
+        Step(2, "docs_financials", {"path": "peers/halcyon.xlsx"}),
+    ]
+    wish = "".join(f"{render_step(s)}\n" for s in read) + f"3. {outline}"
+    [third] = plan(request, wish, catalogue=PACKS, earlier=read)
+    assert third.tool == "docs_slide_outline"
+    assert third.args["statements"]
+    assert all(item in ("$1", "$2") for item in third.args["statements"])
+
+
+def test_a_timer_is_offered_only_to_a_request_that_asks_to_wait() -> None:
+    """A model that ends a plan with a wait nobody asked for (`sleep` after the batch) is
+    not offered the timers; a request that asks for a delay is."""
+    from .test_grounding import PACKS
+
+    batch = '1. docs_invoice_batch(folder="in/", ledger="out/ledger.csv")\n'
+    wish = batch + "2. sleep(seconds=10)\ndone"
+    asked = "Book the invoices in in/ into out/ledger.csv"
+    kept = [s.tool for s in plan(asked, wish, catalogue=PACKS)]
+    assert kept[0] == "docs_invoice_batch"
+    assert "sleep" not in kept  # (this fake model then writes whatever starts with "s")
+    off = plan(asked, wish, catalogue=PACKS, off=frozenset({"waits"}))
+    assert [s.tool for s in off] == ["docs_invoice_batch", "sleep"]
+    delayed = "Wait 10 seconds, then book the invoices in in/ into out/ledger.csv"
+    first = plan(delayed, "1. sleep(seconds=10)\n" + batch.replace("1.", "2.") + "done",
+                 catalogue=PACKS)  # fmt: skip
+    assert [s.tool for s in first] == ["sleep", "docs_invoice_batch"]

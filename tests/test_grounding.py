@@ -233,3 +233,25 @@ def test_a_list_that_may_be_null_is_a_list_to_step_over() -> None:
     found = Step(1, "find_files", {"folder": "/srv/notes"})
     each = Step(2, "read_file", {"path": "$item"}, each="$1.files")
     assert rules.repair(each, [found]) == each
+
+
+def test_a_request_asks_to_wait_by_a_wait_word_a_delay_or_a_time_of_day() -> None:
+    from ember.planner.grounding import asks_to_wait
+
+    for waits in (
+        "Wait 10 minutes, then mail ops@example.com",
+        "In 2 hours, read out/status.txt",
+        "after 30 s read holding register 4",
+        "Read the register at 09:00 tomorrow",
+        "Hold off until the ledger is written, then mail it",
+        "Espera 5 minutos y lee el registro 3",
+        "十分钟之后读取寄存器 3",
+    ):
+        assert asks_to_wait(waits), waits
+    for no_wait in (
+        "Book the invoices in in/ into out/ledger.csv",
+        "Watch holding register 0 every second for 8 readings",
+        "Send 'wait for me' to bob@example.com",  # quoted: the user's text, not a wait
+        "Analyse the statements in statements/ and write an outline to out/",
+    ):
+        assert not asks_to_wait(no_wait), no_wait

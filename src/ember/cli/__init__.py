@@ -372,7 +372,7 @@ def _add_eval_command(commands: Any) -> None:
         "--rules-off",
         help="llama: switch decoding rules off, to measure them (comma-separated: push-bound, "
         "schema, named-dates, numbers, doubt-check, for-each, optional-text, questions-read, "
-        "write-order, times, declined, recipients)",
+        "write-order, times, declined, recipients, waits, object-items)",
     )
     planner.add_argument(
         "--abstain-band",

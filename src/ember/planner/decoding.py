@@ -49,8 +49,10 @@ MAX_STEPS = 12
 # over lists, optional short texts the request does not say (a habitual glob "*.pdf"), tools
 # that act offered to a question that does not name their action, the ordering of a call
 # after an earlier one that changes a path it touches, optional times of day never said,
-# tools that act offered to a request that declines their action ("don't book"), and a
-# recipient's address offered to a tool that only reads (a lookup of the mail's recipient).
+# tools that act offered to a request that declines their action ("don't book"), a
+# recipient's address offered to a tool that only reads (a lookup of the mail's recipient),
+# timers offered to a request that asks for no wait, and a structured value (an object, a
+# list's object item) written as a literal instead of an earlier result.
 RULES = (
     "push-bound",
     "schema",
@@ -64,6 +66,8 @@ RULES = (
     "times",
     "declined",
     "recipients",
+    "waits",
+    "object-items",
 )
 
 
@@ -339,11 +343,20 @@ class PlanDecoder:
                 return False
         for param in tool.parameters.get("required", []):
             schema = props.get(param, {})
+            if self._structured(schema) and not self._grounds.references(
+                schema.get("items", schema), earlier
+            ):
+                return False  # no earlier result has the fields its objects need
             options = self._grounds.options(name, param, schema, earlier, unused)
             path = value_kind(schema) == "text" and not grounding.is_identifier(param, schema)
             if options == [] and (earlier or not path or (name, param) in self._grounds.sources):
                 return False
         return True
+
+    def _structured(self, schema: dict[str, Any]) -> bool:
+        """Whether a parameter takes an object, or a list of objects (see `_value`)."""
+        items = schema.get("items", {}) if json_type(schema) == "array" else schema
+        return "object-items" not in self._off and json_type(items) == "object"
 
     def _step(self, step_id: int, tool: ToolDescriptor, earlier: list[Step]) -> Step:
         cursor = self._cursor
@@ -444,6 +457,14 @@ class PlanDecoder:
             return cursor.choose(["True", "False"]) == 0
         if schema.get("format") == "email":
             return self._email(schema, earlier)
+        if json_type(schema) == "object" and "object-items" not in self._off:
+            # a structured value (docs_slide_outline's statements) is an earlier result: the
+            # compact syntax writes no object, and a path or a name in its place is refused
+            found = self._grounds.references(schema, unused or earlier)
+            found = found or self._grounds.references(schema, earlier)
+            if not found:
+                raise _Ungrounded
+            return "$" + found[cursor.choose([f"${ref}" for ref in found])]
         floor = schema.get("minimum", schema.get("exclusiveMinimum"))
         numeric = [*"0123456789"] + (["-"] if floor is None or floor < 0 else [])
         starts = {"integer": numeric, "number": numeric, "array": ["["]}

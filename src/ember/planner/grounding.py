@@ -36,6 +36,7 @@ __all__ = [
     "Grounds",
     "acts_unasked",
     "asks_for_each",
+    "asks_to_wait",
     "breaks_pattern",
     "calendar_dates",
     "declines",
@@ -290,6 +291,30 @@ _TIME_PHRASE = re.compile(
     r"|\b(?:noon|midday|midnight|half past|quarter (?:past|to))\b|\bat\s+\d{1,2}\b",
     re.IGNORECASE,
 )
+
+
+# A request that asks to wait: a wait word, or a delay ("in 2 hours", "after 10 minutes"),
+# in English and a few words of Spanish, French, German and Chinese.
+_DURATION = (
+    r"(?:\d+(?:\.\d+)?|an?|one|two|three|four|five|ten|fifteen|twenty|thirty|half an?)\s*"
+    r"(?:seconds?|secs?|s|minutes?|mins?|hours?|hrs?|h|days?|weeks?)\b"
+)
+_WAITS = re.compile(
+    rf"\b(?:wait|waiting|until|till|pause|sleep|delay|later|hold off|"
+    rf"(?:in|after)\s+{_DURATION})|"
+    r"\b(?:espera|esperar|attendre|attends|attendez|warte|warten|bis)\b|等|之后|以后|稍后",
+    re.IGNORECASE,
+)
+_TIMERS = frozenset({"sleep", "wait_until"})  # ember's durable waits (`ember.tools.timers`)
+
+
+def asks_to_wait(request: str) -> bool:
+    """Whether a request asks for a wait, outside quoted text: "wait", "until", "later", a
+    delay ("in 2 hours", "after 10 minutes"), or a time of day (`states_a_time`: "at 9:00
+    tomorrow, mail ..."). A timer (`sleep`, `wait_until`) is offered only then: small models
+    end plans with a wait nobody asked for (`sleep(seconds=10)` after a slide outline, a
+    `wait_until` of an invented instant before a watch)."""
+    return bool(_WAITS.search(QUOTED.sub(" ", request))) or states_a_time(request)
 
 
 def states_a_time(request: str) -> bool:
@@ -583,6 +608,7 @@ class Grounds:
             for name, tool in self.tools.items()
             if ("questions-read" not in off and acts_unasked(tool, request))
             or ("declined" not in off and declines(tool, request))
+            or ("waits" not in off and name in _TIMERS and not asks_to_wait(request))
         )
         # While a step over a list is written: the list (`1.files`) and its items' schema.
         self.item: tuple[str, dict[str, Any]] | None = None

@@ -78,18 +78,16 @@ class PlcTools:
         address: Address,
         count: Annotated[int, msgspec.Meta(ge=1, le=125)] = 1,
         unit: Unit | None = None,
-        poll: int | None = None,
     ) -> Reading:
         """Read coils, discrete inputs, holding registers or input registers from the PLC
-        (values: 0/1 for coils and inputs, 0-65535 for registers).
+        once, now (values: 0/1 for coils and inputs, 0-65535 for registers). To read one
+        again and again until it goes above a limit: plc_watch.
 
         Args:
             kind: What to read.
             address: The first address (0-based).
-            count: How many.
+            count: How many consecutive addresses from it, read at once.
             unit: The Modbus device id (default: the pack's unit).
-            poll: Numbers repeated readings of the same registers in one plan (a plan's
-                identical calls are made once).
         """
         unit = self.config.unit if unit is None else unit
         values = self._read("plc_read", kind, address, count, unit)
