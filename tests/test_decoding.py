@@ -844,6 +844,22 @@ def test_a_value_that_may_be_null_is_decoded_as_its_other_type() -> None:
     assert steps[0].args == {"address": 7, "unit": 3}
     assert value_kind({"type": ["number", "null"]}) == "number"
     assert value_kind({"type": ["string", "integer"]}) == "text"
+    # msgspec writes `Annotated[int, Meta(ge=0)] | None` as anyOf (the plc pack's `unit`)
+    any_of = {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "null"}], "description": "Id"}
+    assert value_kind(any_of) == "integer"
+    wrapped = msgspec.structs.replace(
+        reader,
+        parameters={
+            **reader.parameters,
+            "properties": {"address": {"type": "integer"}, "unit": any_of},
+        },
+    )
+    steps = plan(request, "1. read_registers(address=7, unit=3)\ndone", catalogue=(wrapped,))
+    assert steps[0].args == {"address": 7, "unit": 3}
+    wishes_text = plan(
+        request, '1. read_registers(address=7, unit="°C")\ndone', catalogue=(wrapped,)
+    )
+    assert not isinstance(wishes_text[0].args.get("unit", 0), str)
 
 
 def test_only_a_step_that_acts_on_the_same_path_or_around_it_orders_a_later_one() -> None:

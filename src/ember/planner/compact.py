@@ -65,11 +65,21 @@ def _render_value(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+def _nullable_member(schema: dict[str, Any]) -> dict[str, Any]:
+    """`anyOf: [X, {"type": "null"}]` (msgspec's schema of an `Annotated[int, ...] | None`) as
+    X, with the outer keys (description, default) kept; any other schema as it is."""
+    members = [m for m in schema.get("anyOf", []) if m.get("type") != "null"]
+    if "anyOf" not in schema or len(members) != 1:
+        return schema
+    return {**members[0], **{k: v for k, v in schema.items() if k != "anyOf"}}
+
+
 def json_type(schema: dict[str, Any]) -> str | None:
     """A schema's JSON type, with `null` left out of a list of types (`int | None`:
-    `["integer", "null"]` is "integer"): a plan omits a value it has none for, and a result's
-    field that may be null holds the other type when it holds anything."""
-    kind = schema.get("type")
+    `["integer", "null"]` is "integer", and so is `anyOf` of an integer and null): a plan omits
+    a value it has none for, and a result's field that may be null holds the other type when
+    it holds anything."""
+    kind = _nullable_member(schema).get("type")
     if isinstance(kind, list):
         kinds = [k for k in kind if k != "null"]
         return str(kinds[0]) if len(kinds) == 1 else None
@@ -79,6 +89,7 @@ def json_type(schema: dict[str, Any]) -> str | None:
 def value_kind(schema: dict[str, Any]) -> str:
     """How a parameter's literal value is decoded: `enum`, `date`, `code3`, `hhmm`, `integer`,
     `number`, `boolean`, `array` or `text`."""
+    schema = _nullable_member(schema)
     if "enum" in schema:
         return "enum"
     kind = json_type(schema)
