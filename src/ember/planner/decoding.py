@@ -343,9 +343,8 @@ class PlanDecoder:
                 return False
         for param in tool.parameters.get("required", []):
             schema = props.get(param, {})
-            if self._structured(schema) and not self._grounds.references(
-                schema.get("items", schema), earlier
-            ):
+            objects = self._objects(schema)
+            if objects is not None and not self._grounds.references(objects, earlier):
                 return False  # no earlier result has the fields its objects need
             options = self._grounds.options(name, param, schema, earlier, unused)
             path = value_kind(schema) == "text" and not grounding.is_identifier(param, schema)
@@ -353,10 +352,14 @@ class PlanDecoder:
                 return False
         return True
 
-    def _structured(self, schema: dict[str, Any]) -> bool:
-        """Whether a parameter takes an object, or a list of objects (see `_value`)."""
+    def _objects(self, schema: dict[str, Any]) -> dict[str, Any] | None:
+        """The object schema of a parameter that takes an object or a list of objects (see
+        `_value`); None for any other parameter."""
         items = schema.get("items", {}) if json_type(schema) == "array" else schema
-        return "object-items" not in self._off and json_type(items) == "object"
+        return items if self._objects_by_reference(items) else None
+
+    def _objects_by_reference(self, schema: dict[str, Any]) -> bool:
+        return "object-items" not in self._off and json_type(schema) == "object"
 
     def _step(self, step_id: int, tool: ToolDescriptor, earlier: list[Step]) -> Step:
         cursor = self._cursor
@@ -457,7 +460,7 @@ class PlanDecoder:
             return cursor.choose(["True", "False"]) == 0
         if schema.get("format") == "email":
             return self._email(schema, earlier)
-        if json_type(schema) == "object" and "object-items" not in self._off:
+        if self._objects_by_reference(schema):
             # a structured value (docs_slide_outline's statements) is an earlier result: the
             # compact syntax writes no object, and a path or a name in its place is refused
             found = self._grounds.references(schema, unused or earlier)

@@ -57,7 +57,7 @@ class Batch(TypedDict):
     summary: str | None
 
 
-def batch_markdown(batch: Batch) -> str:
+def _batch_markdown(batch: Batch) -> str:
     """A batch's summary as Markdown, for a person: counts, unreadable files, totals."""
     failed = "".join(f"\n  - {f['file']}: {f['error']}" for f in batch["failed"]) or " none"
     totals = ", ".join(f"{code} {amount:,.2f}" for code, amount in sorted(batch["totals"].items()))
@@ -161,8 +161,7 @@ class DocsTools:
                     totals.get(invoice["currency"], 0.0) + invoice["total"], 2
                 )
         if written is not None:
-            written.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(written, batch_markdown(batch).encode())
+            atomic_write(written, _batch_markdown(batch).encode())
             batch["summary"] = str(written)
         return batch
 
