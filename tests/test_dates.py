@@ -167,6 +167,85 @@ def test_each_phrase_means_the_date_a_person_would_read(
     assert annotate_dates(marked.replace("|", ""), date.fromisoformat(today)) == expected
 
 
+# Spanish, French and German, said on Tuesday 2026-06-16 (and on a Saturday for the weekdays
+# that have passed): "next Monday" is the coming one in all three.
+FOREIGN = [
+    ("2026-06-16", "para el próximo lunes|, tres noches", "2026-06-22"),
+    ("2026-06-16", "el lunes que viene|", "2026-06-22"),
+    ("2026-06-16", "el martes próximo|", "2026-06-23"),
+    ("2026-06-16", "el viernes| a las 10", "2026-06-19"),
+    ("2026-06-16", "el martes pasado|", "2026-06-09"),
+    ("2026-06-16", "el lunes de la semana que viene|", "2026-06-22"),
+    ("2026-06-16", "mañana| por la mañana", "2026-06-17"),
+    ("2026-06-16", "Mañana| a las 9", "2026-06-17"),
+    ("2026-06-16", "pasado mañana|", "2026-06-18"),
+    ("2026-06-16", "hoy|", "2026-06-16"),
+    ("2026-06-16", "ayer|", "2026-06-15"),
+    ("2026-06-16", "dentro de tres días|", "2026-06-19"),
+    ("2026-06-16", "en dos semanas|", "2026-06-30"),
+    ("2026-06-16", "a fin de mes|", "2026-06-30"),
+    ("2026-06-16", "el 18 de marzo|", "2027-03-18"),
+    ("2026-06-16", "el 18 de marzo de 2027|", "2027-03-18"),
+    ("2026-06-16", "el lunes 22 de junio|", "2026-06-22"),
+    ("2026-06-16", "lundi prochain|", "2026-06-22"),
+    ("2026-06-16", "le prochain vendredi|", "2026-06-19"),
+    ("2026-06-16", "vendredi dernier|", "2026-06-12"),
+    ("2026-06-16", "lundi de la semaine prochaine|", "2026-06-22"),
+    ("2026-06-16", "demain| matin", "2026-06-17"),
+    ("2026-06-16", "après-demain|", "2026-06-18"),
+    ("2026-06-16", "aujourd'hui|", "2026-06-16"),
+    ("2026-06-16", "dans trois jours|", "2026-06-19"),
+    ("2026-06-16", "dans quinze jours|", "2026-06-30"),
+    ("2026-06-16", "dans huit jours|", "2026-06-23"),
+    ("2026-06-16", "fin du mois prochain|", "2026-07-31"),
+    ("2026-06-16", "le 1er juillet|", "2026-07-01"),
+    ("2026-06-16", "le 3 mars 2027| à 10h", "2027-03-03"),
+    ("2026-06-16", "nächsten Freitag|", "2026-06-19"),
+    ("2026-06-16", "am kommenden Montag|", "2026-06-22"),
+    ("2026-06-16", "letzten Dienstag|", "2026-06-09"),
+    ("2026-06-16", "Montag nächster Woche|", "2026-06-22"),
+    ("2026-06-16", "nächste Woche Donnerstag|", "2026-06-25"),
+    ("2026-06-16", "Guten Morgen, morgen| früh", "2026-06-17"),
+    ("2026-06-16", "heute Morgen| um 9", "2026-06-16"),
+    ("2026-06-16", "übermorgen|", "2026-06-18"),
+    ("2026-06-16", "gestern|", "2026-06-15"),
+    ("2026-06-16", "in drei Tagen|", "2026-06-19"),
+    ("2026-06-16", "am 18. März|", "2027-03-18"),
+    ("2026-06-16", "Montag, den 22. Juni 2026|", "2026-06-22"),
+    ("2026-06-16", "zum Monatsende|", "2026-06-30"),
+    ("2026-06-20", "el próximo lunes|", "2026-06-22"),  # a Saturday: two days away
+    ("2026-06-20", "lundi prochain|", "2026-06-22"),
+    ("2026-06-20", "nächsten Montag|", "2026-06-22"),
+    ("2026-06-22", "el próximo lunes|", "2026-06-29"),  # a Monday: not today
+]
+
+
+@pytest.mark.parametrize(("today", "marked", "iso"), FOREIGN)
+def test_spanish_french_and_german_dates_are_read(today: str, marked: str, iso: str) -> None:
+    first, _, rest = marked.partition("|")
+    expected = f"{first} ({iso}){rest}"
+    assert annotate_dates(first + rest, date.fromisoformat(today)) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "cada lunes a las 9",  # every Monday
+        "los lunes",
+        "jeden Montag",
+        "chaque lundi",
+        "por la mañana",  # the morning
+        "am Morgen",
+        "Die Datei liegt hier",  # German "here", not French "yesterday"
+        "Envoie « rendez-vous demain » à Ann",  # quoted
+        "Schreib „bis morgen“ an Ann",
+        "el 31 de febrero",  # no such day
+    ],
+)
+def test_foreign_phrases_that_name_no_day_are_left_alone(text: str) -> None:
+    assert annotate_dates(text, date(2026, 6, 16)) == text
+
+
 def test_the_table_covers_the_issue() -> None:
     assert len(TABLE) >= 60
     assert {"2024-01-31", "2024-12-31", "2028-02-29"} <= {today for today, _, _ in TABLE}

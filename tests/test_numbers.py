@@ -46,6 +46,12 @@ from ember.planner.numbers import annotate_numbers, spoken_numbers
         ("住两晚", [(2,)], "住两晚"),
         ("开三个小时的会", [(3, 180)], "开三个小时 (180 minutes)的会"),
         ("下周一和周日", [], "下周一和周日"),  # 周一 is Monday, not a number
+        ("tres noches en Barcelona", [(3,)], "tres noches en Barcelona"),
+        ("deux heures de réunion", [(2, 120)], "deux heures (120 minutes) de réunion"),
+        ("zwei Wochen Urlaub", [(2, 14)], "zwei Wochen (14 days) Urlaub"),
+        ("treinta minutos", [(30,)], "treinta (30) minutos"),
+        ("Écris « deux nuits » tel quel", [], "Écris « deux nuits » tel quel"),
+        ("Schreib „zwei Stunden“ so", [], "Schreib „zwei Stunden“ so"),
     ],
 )
 def test_numbers_are_found_with_their_conversions(

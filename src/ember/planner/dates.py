@@ -40,7 +40,8 @@ Relative expressions (English and Chinese), with the rules for the ambiguous one
   such day, today included (this month's, else the next month that has it; a weekday before
   it is its own). Not a rank: "the 5th floor", "the 3rd of the files".
 
-Never read: anything in quotes ('...', "...", “...”, ‘...’, 「...」, 『...』, 《...》, `...`),
+Never read: anything in quotes (every kind `ember.planner.quotes` knows: "...", “...”, « ... »,
+„...“, 「...」, '...' between non-letters and more),
 paths and URLs (/a/b, C:\\x, docs/x.md), identifiers (C-2041, INV-2026-03, v1.2, snake_case,
 report.txt) and e-mail addresses.
 
@@ -60,15 +61,50 @@ from collections.abc import Callable
 from datetime import date, timedelta
 from typing import NamedTuple
 
+from ember.planner.numbers import FOREIGN_NUMBERS
+from ember.planner.quotes import OPENERS, QUOTED
+
 __all__ = ["annotate_dates"]
 
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _CN_WEEKDAYS = "一二三四五六日天"
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+# Weekdays and months in Spanish, French and German, each as written and without its accents.
+_FOREIGN_WEEKDAYS = {
+    "es": "lunes martes miércoles|miercoles jueves viernes sábado|sabado domingo",
+    "fr": "lundi mardi mercredi jeudi vendredi samedi dimanche",
+    "de": "montag dienstag mittwoch donnerstag freitag samstag|sonnabend sonntag",
+}
+_FOREIGN_MONTHS = {
+    "es": "enero febrero marzo abril mayo junio julio agosto septiembre|setiembre octubre "
+    "noviembre diciembre",
+    "fr": "janvier février|fevrier mars avril mai juin juillet août|aout septembre octobre "
+    "novembre décembre|decembre",
+    "de": "januar|jänner februar märz|maerz april mai juni juli august september oktober "
+    "november dezember",
+}
+_WEEKDAY_INDEX = {name: i for i, name in enumerate(_WEEKDAYS)} | {
+    name: i
+    for names in _FOREIGN_WEEKDAYS.values()
+    for i, synonyms in enumerate(names.split())
+    for name in synonyms.split("|")
+}
+_FOREIGN_MONTH_INDEX = {
+    name: i + 1
+    for names in _FOREIGN_MONTHS.values()
+    for i, synonyms in enumerate(names.split())
+    for name in synonyms.split("|")
+}
 _CN_DIGITS = {digit: i for i, digit in enumerate("〇一二三四五六七八九")} | {"两": 2}
 _WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
 _NUMBER_WORDS = {word: i for i, word in enumerate(_WORDS)} | {"eleven": 11, "twelve": 12}
 _NUMBER_WORDS |= {"a": 1, "an": 1, "a couple of": 2}
+# Spanish, French and German counts of days or weeks ("dentro de tres días", "dans deux
+# semaines", "in drei Tagen"); "ocho días", "huit jours", "acht Tage" are a week as said, and
+# "quince días", "quinze jours" two (`_in_days`).
+_NUMBER_WORDS_FOREIGN = {word: n for n, words in FOREIGN_NUMBERS.items() for word in words.split()}
+_NUMBER_WORDS |= _NUMBER_WORDS_FOREIGN
+_A_WEEK_AS_SAID = {"ocho": 7, "huit": 7, "acht": 7, "quince": 14, "quinze": 14}
 
 _WD_ANY = "|".join(_WEEKDAYS)
 _WD = rf"(?P<wd>{_WD_ANY})"
@@ -87,13 +123,8 @@ _EN_N = r"(?P<n>[0-9]{1,3}|an?|one|two|three|four|five|six|seven|eight|nine|ten|
 _EN_N += r"|a\s+couple\s+of)"
 
 _PROTECTED = [  # (needles, pattern)
-    (
-        ('"', "“", "‘", "「", "『", "《", "`", "'"),
-        re.compile(
-            r"\"[^\"\n]*\"|“[^”\n]*”|‘[^’\n]*’|「[^」\n]*」|『[^』\n]*』|《[^》\n]*》|`[^`\n]*`"
-            r"|(?<![A-Za-z0-9])'[^'\n]*'(?![A-Za-z0-9])"  # not the apostrophe of "tomorrow's"
-        ),
-    ),
+    (tuple(OPENERS), QUOTED),
+    (("`",), re.compile(r"`[^`\n]*`")),  # code
     (("@",), re.compile(r"[!-?A-~]+@[!-?A-~]+")),  # ASCII around an @
     (("/", "\\"), re.compile(r"(?<![!-~])(?=[!-~]*[/\\])(?=[!-~]*[A-Za-z_])[!-~]+")),  # a path
     (("0",), re.compile(r"\b[A-Za-z]+[0-9][A-Za-z0-9_]*\b")),  # ABC123, v2
@@ -186,9 +217,11 @@ def _offset(days: int) -> Callable[[re.Match[str], date], date]:
 
 
 def _in_days(match: re.Match[str], today: date) -> date:
-    number = match["n"].lower()
-    count = _NUMBER_WORDS.get(" ".join(number.split())) or _cn_int(number)
-    weekly = match["unit"][0] in "w周星礼"
+    number = " ".join(match["n"].lower().split())
+    weekly = match["unit"][0].lower() in "ws周星礼"  # weeks, semanas, semaines, Wochen
+    if not weekly and number in _A_WEEK_AS_SAID:
+        return today + timedelta(days=_A_WEEK_AS_SAID[number])
+    count = _NUMBER_WORDS.get(number) or _cn_int(number)
     return today + timedelta(days=count * (7 if weekly else 1))
 
 
@@ -223,7 +256,7 @@ def _weekday(match: re.Match[str]) -> int:
     name = match["wd"]
     if name in _CN_WEEKDAYS:
         return min(_CN_WEEKDAYS.index(name), 6)  # 日 and 天 are both Sunday
-    return _WEEKDAYS.index(name.lower())
+    return _WEEKDAY_INDEX[name.lower()]
 
 
 def _month_day(match: re.Match[str], today: date) -> date | None:
@@ -250,7 +283,9 @@ def _day_of_month(match: re.Match[str], today: date) -> date | None:
 
 
 def _month(name: str) -> int:
-    return int(name) if name.isdigit() else _MONTHS.index(name[:3].lower()) + 1
+    if name.isdigit():
+        return int(name)
+    return _FOREIGN_MONTH_INDEX.get(name.lower()) or _MONTHS.index(name[:3].lower()) + 1
 
 
 def _valid(year: int, month: int, day: int) -> date | None:
@@ -282,6 +317,149 @@ def _rule(
 
 def _as_written(needles: str, pattern: str) -> _Rule:
     return _rule(needles, pattern, _written, written=True, annotate=False)
+
+
+def _foreign(
+    needles: str,
+    pattern: str,
+    resolve: Callable[[re.Match[str], date], date | None],
+    written: bool = False,
+) -> _Rule:
+    """A rule for Spanish, French or German, read with their letters (ñ, é, ü) as letters; its
+    dates are annotated, those written with their year too (a small model knows "March"
+    better than "marzo")."""
+    compiled = re.compile(pattern, re.IGNORECASE)
+    dated = "day" in compiled.groupindex
+    return _Rule(compiled, resolve, tuple(needles.split()), written, True, dated)
+
+
+def _names(table: dict[str, str], language: str) -> str:
+    """A regex alternation of a language's names in `table` (weekdays or months)."""
+    return table[language].replace(" ", "|")
+
+
+def _foreign_rules() -> list[_Rule]:
+    """Relative dates, weekdays and days of a month in Spanish, French and German. "Next
+    Monday" is the coming Monday after today in all three ("el próximo lunes", "lundi
+    prochain", "nächsten Montag"); "Monday of next week" is the Monday of the Monday-to-Sunday
+    week after this one ("el lunes de la semana que viene", "lundi de la semaine prochaine",
+    "Montag nächster Woche"). Not read: French "hier" (German for "here"), "por la mañana" and
+    German "Morgen" after an article or "guten" (the morning, not tomorrow), weekdays after
+    "cada", "los", "chaque", "jeden" (every one)."""
+    rules: list[_Rule] = []
+    number = "|".join(_NUMBER_WORDS_FOREIGN)
+    n = rf"(?P<n>[0-9]{{1,3}}|{number})"
+    for language, lead, next_week, coming, last, this, every in (
+        (
+            "es",
+            r"(?:el\s+)?",
+            r"\s+de\s+la\s+(?:semana\s+que\s+viene|pr[óo]xima\s+semana)",
+            (r"pr[óo]ximo\s+{wd}", r"{wd}\s+(?:pr[óo]ximo|que\s+viene)"),
+            (r"{wd}\s+pasado", r"pasado\s+{wd}"),
+            r"este\s+",
+            r"(?<!\blos\s)(?<!\bcada\s)(?<!\btodos\s)",
+        ),
+        (
+            "fr",
+            r"(?:le\s+)?",
+            r"\s+de\s+la\s+semaine\s+prochaine",
+            (r"{wd}\s+prochain", r"prochain\s+{wd}"),
+            (r"{wd}\s+dernier",),
+            r"ce\s+",
+            r"(?<!\bchaque\s)",
+        ),
+        (
+            "de",
+            r"(?:am\s+)?",
+            r"\s+(?:der\s+)?nächste[nr]?\s+woche",
+            (r"(?:nächste[nmrs]?|kommende[nmr]?)\s+{wd}",),
+            (r"(?:letzte[nmr]?|vergangene[nmr]?)\s+{wd}",),
+            r"diese[nm]\s+",
+            r"(?<!\bjeden\s)(?<!\bjedem\s)",
+        ),
+    ):
+        days = _FOREIGN_WEEKDAYS[language].replace("|", " ")
+        names = _names(_FOREIGN_WEEKDAYS, language)
+        wd = rf"(?P<wd>{names})"
+        rules += [_foreign(days, rf"\b{lead}{wd}{next_week}\b", _calendar_week(1))]
+        if language == "de":  # "nächste Woche Montag"
+            rules += [_foreign(days, rf"\bnächste\s+woche,?\s+(?:am\s+)?{wd}\b", _calendar_week(1))]
+        rules += [_foreign(days, rf"\b{lead}{p.format(wd=wd)}\b", _rolling(1)) for p in coming]
+        rules += [_foreign(days, rf"\b{lead}{p.format(wd=wd)}\b", _rolling(-7)) for p in last]
+        rules += [_foreign(days, rf"\b{this}{wd}\b", _rolling(0))]
+        rules += [_foreign(days, rf"{every}\b{lead}{wd}\b", _rolling(0))]
+    units = {"es": r"d[ií]as?|semanas?", "fr": r"jours?|semaines?", "de": r"tage[n]?|wochen"}
+    rules += [
+        _foreign("pasado", r"\bpasado\s+mañana\b", _offset(2)),
+        _foreign("demain", r"\baprès[-\s]demain\b|\bapres-demain\b", _offset(2)),
+        _foreign("übermorgen", r"\bübermorgen\b", _offset(2)),
+        _foreign("ayer", r"\banteayer\b|\bantes\s+de\s+ayer\b", _offset(-2)),
+        _foreign("avant", r"\bavant[-\s]hier\b", _offset(-2)),
+        _foreign("vorgestern", r"\bvorgestern\b", _offset(-2)),
+        _foreign("hoy esta", r"\bhoy\b|\besta\s+(?:mañana|tarde|noche)\b", _offset(0)),
+        _foreign(
+            "aujourd ce cet",
+            r"\baujourd['’]hui\b|\bce\s+(?:soir|matin)\b|\bcet\s+après-midi\b",
+            _offset(0),
+        ),
+        _foreign(
+            "heute",
+            r"\bheute\b(?:\s+(?:morgen|früh|vormittag|mittag|nachmittag|abend|nacht)\b)?",
+            _offset(0),
+        ),
+        _foreign(
+            "mañana", r"(?<!\bla\s)(?<!\besta\s)(?<!\bcada\s)(?<!\buna\s)\bmañana\b", _offset(1)
+        ),
+        _foreign("demain", r"\bdemain\b", _offset(1)),
+        _foreign(
+            "morgen",
+            r"(?<!\bguten\s)(?<!\bam\s)(?<!\bjeden\s)(?<!\bden\s)(?<!\bdiesen\s)(?<!\beinen\s)"
+            r"\bmorgen\b",
+            _offset(1),
+        ),
+        _foreign("ayer", r"\bayer\b", _offset(-1)),
+        _foreign("gestern", r"\bgestern\b", _offset(-1)),
+        _foreign("d semana", rf"\b(?:en|dentro\s+de)\s+{n}\s+(?P<unit>{units['es']})\b", _in_days),
+        _foreign("jour semaine", rf"\bdans\s+{n}\s+(?P<unit>{units['fr']})\b", _in_days),
+        _foreign("tag woche", rf"\bin\s+{n}\s+(?P<unit>{units['de']})\b", _in_days),
+        _foreign(
+            "mes mois monat",
+            r"\bfin(?:al)?\s+del\s+(?:mes\s+que\s+viene|pr[óo]ximo\s+mes)\b"
+            r"|\bfin\s+du\s+mois\s+prochain\b|\bende\s+(?:des\s+)?nächsten\s+monats\b",
+            _month_end(1),
+        ),
+        _foreign(
+            "mes mois monat",
+            r"\b(?:a\s+)?fin(?:al|ales)?\s+de(?:l|\s+este)?\s+mes\b|\bfin\s+(?:du|de\s+ce)\s+mois\b"
+            r"|\bende\s+(?:des|dieses)\s+monats\b|\bmonatsende\b",
+            _month_end(0),
+        ),
+    ]
+    return rules
+
+
+def _foreign_dated() -> list[_Rule]:
+    """Days of a month in Spanish ("el lunes 22 de junio (de 2026)"), French ("le 1er juillet
+    2026") and German ("Montag, den 22. Juni 2026"): with a year, as written (and annotated);
+    without one, the next such day. A weekday before one is that day's."""
+    rules: list[_Rule] = []
+    for language, day in (
+        ("es", r"(?:el\s+)?(?:(?:{wd}),?\s+)?{day}\s+de\s+{mon}"),
+        ("fr", r"(?:le\s+)?(?:(?:{wd})\s+)?{day}(?:er)?\s+{mon}"),
+        ("de", r"(?:am\s+)?(?:(?:{wd}),?\s+(?:den\s+)?)?{day}(?:\.\s*|\s+){mon}"),
+    ):
+        months = _FOREIGN_MONTHS[language].replace("|", " ")
+        phrase = day.format(
+            wd=_names(_FOREIGN_WEEKDAYS, language),
+            day=r"(?P<day>[0-9]{1,2})",
+            mon=rf"(?P<mon>{_names(_FOREIGN_MONTHS, language)})",
+        )
+        year = r"(?:,?\s+de(?:l)?)?" if language == "es" else ","
+        rules += [
+            _foreign(months, rf"\b{phrase}{year}?\s+{_YEAR}", _written, written=True),
+            _foreign(months, rf"\b{phrase}\b(?![\s,]*(?:de(?:l)?\s+)?[0-9])", _month_day),
+        ]
+    return rules
 
 
 _NO_YEAR = r"(?!,?\s*(?:'[0-9]{2}|[0-9]{3}))"  # "March 3 '27", "March 3, 20271": not read
@@ -364,4 +542,7 @@ _RULES = [
         _DAYS, rf"{_NOT_EVERY}\b(?:(?:this|on|coming|this\s+coming)\s+)?{_WD}\b(?:'s)?", _rolling(0)
     ),
     _rule(_CN_WEEK, _CN_NOT_EVERY + _CN_WD, _rolling(0)),
+    # after every English and Chinese rule: what those claim is not read again
+    *_foreign_dated(),
+    *_foreign_rules(),
 ]

@@ -23,6 +23,7 @@ from ember.plan import ITEM, ITEM_TOOL, Step, references, step_ref
 from ember.planner.compact import field_paths, json_type, text_paths, value_kind
 from ember.planner.dates import annotate_dates
 from ember.planner.numbers import spoken_numbers
+from ember.planner.quotes import QUOTED, quoted_texts, unquoted
 from ember.tools.descriptor import ToolDescriptor
 
 __all__ = [
@@ -63,7 +64,6 @@ EMAIL = re.compile(r"[^@\s\"'<>(),;:]+@[^@\s\"'<>(),;:]+\.[A-Za-z]{2,}")
 CODE = re.compile(
     r"(?<![\w/.-])(?![0-9]+(?:-?[a-z]+)\b)(?=[\w-]*[A-Za-z])(?=[\w-]*[0-9])\w[\w-]*\w(?![\w/@-])"
 )
-QUOTED = re.compile(r"(?<!\w)'([^']{2,})'(?!\w)|\"([^\"]{2,})\"|「([^」]+)」|“([^”]+)”")
 PATH = re.compile(r"(?<![\w.])/[\w.-]+(?:/[\w.-]+)*\w")
 NUMERIC = re.compile(r"[0-9.]+$")
 PATH_PARAMETER = re.compile(r"\b(path|directory|folder)\b", re.IGNORECASE)
@@ -100,7 +100,7 @@ def asks_for_each(request: str) -> bool:
     """Whether a request asks for something done to each (every, all, both, "the three
     files") of several things: only then is a step over a list offered. Quoted text is what
     the request hands over, not what it asks ("shorten this: '... everyone must ...'")."""
-    return bool(_QUANTIFIER.search(QUOTED.sub(" ", request)))
+    return bool(_QUANTIFIER.search(unquoted(request)))
 
 
 _INQUIRY = "what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did"
@@ -166,7 +166,7 @@ def declines(tool: ToolDescriptor, request: str) -> bool:
     text is not read. Small models book the hotels they were only asked to find."""
     if tool.read_only is not False:
         return False
-    text = QUOTED.sub(" ", request).casefold().replace("\u2019", "'")
+    text = unquoted(request).casefold().replace("\u2019", "'")
     act = rf"{re.escape(_action(tool))}\w*"
     skipped = r"(?:(?!forget\b|fail\b|hesitate\b)\w+\s+){0,2}"
     refused = rf"\b{_NEGATION}\s+{skipped}{act}\b"
@@ -242,8 +242,8 @@ def givens(request: str, *, spoken: bool = True) -> list[Given]:
     separators dropped) and numbers in words or with a unit that count something
     (`ember.planner.numbers`: "two hours" may be used as 2 or as 120). Numbers inside quoted
     text, addresses, paths and codes are part of those, not givens of their own."""
-    quoted = ["".join(groups) for groups in QUOTED.findall(request)]
-    rest = QUOTED.sub(" ", request)
+    quoted = quoted_texts(request)
+    rest = unquoted(request)
     emails = EMAIL.findall(rest)
     rest = EMAIL.sub(" ", rest)
     paths = PATH.findall(rest)
@@ -268,7 +268,7 @@ def recipients(request: str) -> set[str]:
     """The addresses a request sends something to ("... to ap@example.com", "to me at
     a@example.com", "cc b@example.com"), outside quotes: the delivery's, not a customer to
     look up by (an extra `lookup_customer(email=...)` of the recipient)."""
-    return set(_RECIPIENT.findall(QUOTED.sub(" ", request)))
+    return set(_RECIPIENT.findall(unquoted(request)))
 
 
 def _quoted_forms(text: str) -> Given:
@@ -280,7 +280,7 @@ def _quoted_forms(text: str) -> Given:
 
 def stated_numbers(request: str, *, spoken: bool = True) -> set[float]:
     """Every number the request states, in digits or in words, with its conversions."""
-    rest = QUOTED.sub(" ", request)
+    rest = unquoted(request)
     digits = {float(n.replace(",", "")) for n in NUMBER.findall(EMAIL.sub(" ", rest))}
     words = spoken_numbers(rest) if spoken else []
     return digits | {value for values in words for value in values}
@@ -314,14 +314,14 @@ def asks_to_wait(request: str) -> bool:
     tomorrow, mail ..."). A timer (`sleep`, `wait_until`) is offered only then: small models
     end plans with a wait nobody asked for (`sleep(seconds=10)` after a slide outline, a
     `wait_until` of an invented instant before a watch)."""
-    return bool(_WAITS.search(QUOTED.sub(" ", request))) or states_a_time(request)
+    return bool(_WAITS.search(unquoted(request))) or states_a_time(request)
 
 
 def states_a_time(request: str) -> bool:
     """Whether the request states any time of day outside quoted text ("15:00", "2pm", "14.30",
     "15h", "2 o'clock", "noon", "half past two", "at 3", "3点"): a time the model then writes
     is the request's, however it was phrased; a request that states none asks for no time."""
-    return bool(_TIME_PHRASE.search(QUOTED.sub(" ", request)))
+    return bool(_TIME_PHRASE.search(unquoted(request)))
 
 
 def unsupported(step: Step, tool: ToolDescriptor, request: str) -> list[str]:
@@ -395,7 +395,7 @@ def breaks_pattern(schema: dict[str, Any], value: Any) -> bool:
 
 def integers(request: str) -> list[int]:
     """The whole numbers the request writes in digits (an id may be one: "PR 412")."""
-    rest = EMAIL.sub(" ", QUOTED.sub(" ", request))
+    rest = EMAIL.sub(" ", unquoted(request))
     found = [n.replace(",", "") for n in NUMBER.findall(rest)]
     return list(dict.fromkeys(int(n) for n in found if n.isdigit()))
 

@@ -12,6 +12,8 @@ Rules, stated because they are choices:
 - Units converted: hours -> minutes (x 60), weeks -> days (x 7), a fortnight -> 14 days, half
   an hour -> 30 minutes, a quarter of an hour -> 15 minutes, an hour -> 60 minutes. Digits with
   a unit ("2 hours") get the conversion too.
+- Spanish, French and German numbers in words count before a unit ("tres noches", "deux
+  heures" -> 120 minutes, "zwei Wochen" -> 14 days), to twelve and a few more.
 - Chinese numerals count before a unit or classifier (两晚, 五十个词, 三个小时), never after
   周/星期 (周一 is Monday).
 - Nothing inside quoted text, paths, e-mail addresses or identifiers is read.
@@ -20,6 +22,8 @@ Rules, stated because they are choices:
 from __future__ import annotations
 
 import re
+
+from ember.planner.quotes import unquoted
 
 __all__ = ["annotate_numbers", "spoken_numbers"]
 
@@ -65,18 +69,42 @@ _FIXED = [  # phrases that are a number with a unit
     (re.compile(r"\ba\s+fortnight\b", re.I), 14, "days"),
     (re.compile(r"\ba\s+week\b", re.I), 7, "days"),
 ]
+# Spanish, French and German numbers, read before a unit only ("tres noches", "deux heures",
+# "zwei Stunden"): a count, with the hours and weeks converted as in English.
+FOREIGN_NUMBERS = {
+    1: "un una uno une ein eine einem einer",
+    2: "dos deux zwei",
+    3: "tres trois drei",
+    4: "cuatro quatre vier",
+    5: "cinco cinq fünf",
+    6: "seis six sechs",
+    7: "siete sept sieben",
+    8: "ocho huit acht",
+    9: "nueve neuf neun",
+    10: "diez dix zehn",
+    11: "once onze elf",
+    12: "doce douze zwölf",
+    14: "catorce quatorze vierzehn",
+    15: "quince quinze fünfzehn",
+    20: "veinte vingt zwanzig",
+    30: "treinta trente dreißig",
+}
+_FOREIGN_VALUES = {word: n for n, words in FOREIGN_NUMBERS.items() for word in words.split()}
+_FOREIGN_COUNT = re.compile(
+    rf"\b({'|'.join(_FOREIGN_VALUES)})\s+(?:(?P<hours>horas?|heures?|stunden?)"
+    r"|(?P<weeks>semanas?|semaines?|wochen?)"
+    r"|(?:noches?|nuits?|nächte|nacht|d[ií]as?|jours?|tage[n]?|minutos?|minutes?|minuten?"
+    r"|personas?|personnes?|personen|palabras?|mots?|wörter|worte)\b)",
+    re.IGNORECASE,
+)
 _CN_DIGITS = {char: n for n, char in enumerate("零一二三四五六七八九")} | {"两": 2}
 _CN = re.compile(
     r"(?<![周期])([零一二两三四五六七八九十百千]+)(?=(?:个)?(?:晚|天|夜|小时|分钟|周|星期|词|字|人|位))"
 )
 _CN_HOURS = re.compile(r"([零一二两三四五六七八九十百千]+)个?小时")
-# Text no number is read from: quotes, e-mail addresses, paths, identifiers. A single quote
-# opens or closes a quote only beside a non-letter: the apostrophes of "I've ... what's" hold
-# no quote between them.
-_SHIELD = re.compile(
-    r"(?<![A-Za-z0-9])'[^'\n]*'(?![A-Za-z0-9])|\"[^\"]*\"|“[^”]*”|「[^」]*」|\S+@\S+"
-    r"|(?<![\w.])/[\w./-]+|\b[A-Za-z]+-[0-9][\w-]*"
-)
+# Text no number is read from, besides quotes (`ember.planner.quotes`): e-mail addresses,
+# paths, identifiers.
+_SHIELD = re.compile(r"\S+@\S+|(?<![\w.])/[\w./-]+|\b[A-Za-z]+-[0-9][\w-]*")
 
 
 def spoken_numbers(text: str, *, counts_only: bool = False) -> list[tuple[float, ...]]:
@@ -109,7 +137,7 @@ def annotate_numbers(text: str) -> str:
 def _found(text: str) -> list[tuple[int, int, tuple[float, ...], str]]:
     """(start, end, values, unit) of each number phrase, not overlapping; the unit is the one
     converted to, or "counted" for a number before a unit with no conversion."""
-    shielded = _SHIELD.sub(lambda m: " " * len(m.group()), text)
+    shielded = _SHIELD.sub(lambda m: " " * len(m.group()), unquoted(text))
     found: list[tuple[int, int, tuple[float, ...], str]] = []
 
     def add(start: int, end: int, values: tuple[float, ...], unit: str) -> None:
@@ -128,6 +156,10 @@ def _found(text: str) -> list[tuple[int, int, tuple[float, ...], str]]:
         values, unit = _converted(value, unit_match.group(1)) if unit_match else ((value,), "")
         end = unit_match.end() if unit_match and unit else match.end()
         add(match.start(), end, values, unit or ("counted" if unit_match else ""))
+    for match in _FOREIGN_COUNT.finditer(shielded):
+        unit = "hours" if match["hours"] else "weeks" if match["weeks"] else ""
+        values, unit = _converted(_FOREIGN_VALUES[match.group(1).lower()], unit)
+        add(match.start(), match.end() if unit else match.end(1), values, unit or "counted")
     for match in _DIGITS_WITH_UNIT.finditer(shielded):
         values, unit = _converted(float(match.group(1)), match.group(2))
         if unit:

@@ -20,11 +20,12 @@ from typing import Any, NamedTuple
 
 from ember.plan import Step
 from ember.planner import grounding
+from ember.planner.quotes import QUOTED
 
 __all__ = ["Shape", "ShapeCache", "shape_of"]
 
 _KINDS = (
-    ("quote", grounding.QUOTED),
+    ("quote", QUOTED),
     ("email", grounding.EMAIL),
     ("path", grounding.PATH),
     ("code", grounding.CODE),
