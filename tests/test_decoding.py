@@ -63,6 +63,11 @@ class WishfulModel:
         self.context = b""
         self.at = 0  # how far into the wish the context has come
         self.longest = max(map(len, PIECES))
+        self.before: list[tuple[bytes, int]] = []  # (context, at) before each token evaluated
+
+    def rewind(self, count: int) -> None:
+        for _ in range(count):
+            self.context, self.at = self.before.pop()
 
     def tokenize(self, text: bytes, *, special: bool) -> list[int]:
         tokens, at = [], 0
@@ -78,6 +83,7 @@ class WishfulModel:
 
     def eval(self, tokens: Sequence[int]) -> None:
         for token in tokens:
+            self.before.append((self.context, self.at))
             piece = self.vocab.pieces[token]
             self.context += piece
             if self.at == 0:  # still reading the prompt: the wish starts after it
@@ -981,3 +987,45 @@ def test_a_timer_is_offered_only_to_a_request_that_asks_to_wait() -> None:
     first = plan(delayed, "1. sleep(seconds=10)\n" + batch.replace("1.", "2.") + "done",
                  catalogue=PACKS)  # fmt: skip
     assert [s.tool for s in first] == ["sleep", "docs_invoice_batch"]
+
+
+def test_a_path_is_given_only_in_the_role_its_parameter_names() -> None:
+    """A file's name is no folder to list; a CSV ledger is no Markdown summary: a model that
+    wishes either gets the path that fits (or the step ends), and with the rule off it gets
+    what it wished."""
+    from .test_grounding import PACKS
+
+    request = "Book the invoices in in/ into out/ledger.csv and summarise them to out/sum.md"
+    wish = (
+        '1. docs_invoice_batch(folder="in/", ledger="out/ledger.csv", summary="out/ledger.csv")\n'
+    )
+    [step] = plan(request, wish + "done", catalogue=PACKS)
+    assert step.args["summary"] == "out/sum.md"
+    off = plan(request, wish + "done", catalogue=PACKS, off=frozenset({"path-roles"}))
+    assert off[0].args["summary"] == "out/ledger.csv"
+    listing = plan(
+        "List what is in /srv/q3 and read /srv/q3/report.pdf",
+        '1. list_files(directory="/srv/q3/report.pdf")\ndone',
+    )
+    assert listing[0].args == {"directory": "/srv/q3"}
+    # the request names a file and no folder: no folder is written in (its parent, a prefix
+    # of the path given, would pass for one the request spells)
+    parent = plan("Summarise /exports/platinum_de.txt", '1. list_files(directory="/exports")\ndone')
+    assert "list_files" not in [step.tool for step in parent]
+
+
+def test_a_first_step_on_a_file_nobody_named_is_chosen_again() -> None:
+    """ "Summarize this: '...'" read as a file to read: the path is invented, so the model
+    chooses again among the other tools (from where it chose), and keeps that step only if
+    the request gives its values. With the rule off the plan ends before it began."""
+    tools = tuple(t for t in CATALOGUE if t.tool_name in ("read_file", "summarize_text"))
+    weather = tuple(t for t in CATALOGUE if t.tool_name in ("read_file", "get_weather"))
+    request = "Summarize this in 10 words: 'The warehouse in Rotterdam closes from July 6 to 8.'"
+    text = "The warehouse in Rotterdam closes from July 6 to 8."
+    wish = f'1. read_file(path="notes.txt")\nsummarize_text(text="{text}", max_words=10)\ndone'
+    expected = [Step(1, "summarize_text", {"text": text, "max_words": 10})]
+    assert plan(request, wish, catalogue=tools) == expected
+    assert plan(request, wish, catalogue=tools, off=frozenset({"retry-first"})) == []
+    # the second choice must be one the request gives values for: a city nobody named is not
+    junk = '1. read_file(path="notes.txt")\nget_weather(city="Lisbon", date="2026-03-03")\n'
+    assert plan(request, junk, catalogue=weather) == []

@@ -6,8 +6,10 @@ import json
 from datetime import date
 from pathlib import Path
 
+import pytest
+
 from ember.plan import Step
-from ember.planner.grounding import Grounds, is_path, relative_paths, unsupported
+from ember.planner.grounding import Grounds, fits_role, is_path, relative_paths, unsupported
 from ember.tools.demo import demo_catalog
 from ember.tools.descriptor import ToolDescriptor
 
@@ -255,3 +257,27 @@ def test_a_request_asks_to_wait_by_a_wait_word_a_delay_or_a_time_of_day() -> Non
         "Analyse the statements in statements/ and write an outline to out/",
     ):
         assert not asks_to_wait(no_wait), no_wait
+
+
+@pytest.mark.parametrize(
+    ("name", "description", "path", "fits"),
+    [
+        ("directory", "Absolute path of the directory.", "/srv/q3/report.pdf", False),
+        ("directory", "Absolute path of the directory.", "/srv/q3", True),
+        ("directory", "Absolute path of the directory.", "/srv/v1.2", True),  # no extension
+        ("folder", "The folder of invoices.", "in/", True),
+        ("path", "Absolute path of the file.", "out/", False),
+        ("path", "Absolute path of the file.", "/var/log/syslog", True),
+        ("summary", "The path of a Markdown file to write the summary to.", "a.csv", False),
+        ("summary", "The path of a Markdown file to write the summary to.", "a.md", True),
+        ("summary", "The path of a Markdown file to write the summary to.", "a.txt", True),
+        ("path", "A CSV or Excel file.", "a.xlsx", True),
+        ("path", "A CSV or Excel file.", "a.pdf", False),
+        ("out", "Where to write outline.json and the charts (a folder).", "decks/x", True),
+        ("target", "Something to act on.", "a.pdf", True),  # says no role
+    ],
+)
+def test_a_path_fits_the_role_its_parameter_names(
+    name: str, description: str, path: str, fits: bool
+) -> None:
+    assert fits_role(name, {"type": "string", "description": description}, path) is fits

@@ -51,8 +51,10 @@ MAX_STEPS = 12
 # after an earlier one that changes a path it touches, optional times of day never said,
 # tools that act offered to a request that declines their action ("don't book"), a
 # recipient's address offered to a tool that only reads (a lookup of the mail's recipient),
-# timers offered to a request that asks for no wait, and a structured value (an object, a
-# list's object item) written as a literal instead of an earlier result.
+# timers offered to a request that asks for no wait, a structured value (an object, a
+# list's object item) written as a literal instead of an earlier result, and a path given in
+# the wrong role (a file's name as a folder, a CSV ledger as a Markdown summary), and a first
+# step chosen again when the one the model wanted strongly cannot be grounded.
 RULES = (
     "push-bound",
     "schema",
@@ -68,6 +70,8 @@ RULES = (
     "recipients",
     "waits",
     "object-items",
+    "path-roles",
+    "retry-first",
 )
 
 
@@ -85,10 +89,16 @@ _SHORT_TOKENS = 16  # longest date, code, time or number
 _MAX_ITEMS = 8  # longest list argument
 _MAX_REFERENCES = 6  # embedded references in one text
 _MAX_PUSHED = 2  # steps in a row a plan is made to go on for without using what was given
+_MAX_GIVEN_UP = 2  # first tools chosen again after one whose values could not be had
 
 
 class _Ungrounded(Exception):
     """A step needs a value that neither the request nor an earlier result provides."""
+
+
+class _InventedPath(_Ungrounded):
+    """A first step's path, written freely, is none the request gives: the model took the
+    request for one about a file ("summarize this: '...'" read as a file to read)."""
 
 
 class PlanDecoder:
@@ -147,16 +157,13 @@ class PlanDecoder:
         cursor.read(prompt)
         steps: list[Step] = list(earlier)
         pushed = 0  # steps in a row the plan was made to go on for that used nothing given
+        # how the first choice is decided (see `_doubt`), where this plan starts one
+        first = None if steps else self._doubt("1. ", DONE)
+        given_up: list[str] = []  # first tools chosen that could not be grounded
         while len(steps) < min(max_steps, MAX_STEPS) + len(earlier):
             step_id = max((step.id for step in steps), default=0) + 1
             unused = self._unused(steps, {})
-            names = [
-                name
-                for name in self._tools
-                if self._available(name, steps, unused)
-                and not self._only_again(name, steps, unused, failed)
-                and name not in self._grounds.unasked
-            ]
+            names = self._offered(steps, unused, failed, given_up)
             # A plan begun leaves nothing the user gave unused (an address, a path, a code, a
             # number): small models stop before the last action ("... and email it to X").
             # While something is left that a tool could take, the plan goes on, for at most
@@ -164,9 +171,17 @@ class PlanDecoder:
             left = self._unused_givens(steps) if steps else []
             bounded = pushed >= _MAX_PUSHED and "push-bound" not in self._off
             can_end = bounded or not any(self._takes(name, v) for name in names for v in left)
-            doubt = not steps and self._doubt(f"{step_id}. ", DONE)
+            doubt = first if not steps else None
             if doubt == "abstain":
                 break  # no tool fits: the model's preference for a step is too weak
+            # A first step the model wants strongly on a file the request never names was the
+            # wrong tool (a file read for a text the request quotes): it is chosen again
+            # among the others, from here, rather than ending the plan before it began; the
+            # second choice is kept only if the request gives its values (as in doubt).
+            retry = (
+                doubt == "plan" and len(given_up) < _MAX_GIVEN_UP and "retry-first" not in self._off
+            )
+            mark = cursor.mark() if retry else None
             # A list in a result nothing uses yet may be gone through item by item.
             lists = [ref for ref, _ in self._lists(unused)] if self._each_asked else []
             calls = [f"{step_id}. {name}(" for name in names]
@@ -181,23 +196,50 @@ class PlanDecoder:
                     step = self._step(step_id, self._tools[names[choice]], steps)
                 else:
                     step = self._each(step_id, lists[choice - len(names)], steps, unused)
-            except _Ungrounded:
+            except _Ungrounded as ungrounded:
+                if (
+                    mark is not None
+                    and choice < len(names)
+                    and isinstance(ungrounded, _InventedPath)
+                ):
+                    given_up.append(names[choice])
+                    cursor.rewind(mark)
+                    continue
                 break  # the step needs a value that neither the request nor a result has
             if any(step.tool == s.tool and step.args == s.args for s in [*steps, *failed]):
                 break  # a repeated call: small models loop; a plan never needs one twice
             if grounding.reapplies(step, steps):
                 break  # the same call again on its own output: a loop (summary of a summary)
             if (
-                doubt == "check"
+                (doubt == "check" or (doubt is not None and given_up))
                 and "doubt-check" not in self._off
                 and grounding.unsupported(step, self._tools[step.tool], self._request)
             ):
-                break  # a weak preference, and a first call the request gives no values for
+                break  # a weak preference, or a second choice, the request gives no values for
             steps.append(step)
             on_step(step)
             used_some = len(self._unused_givens(steps)) < len(left)
             pushed = 0 if can_end or used_some else pushed + 1
         return steps[len(earlier) :]
+
+    def _offered(
+        self,
+        steps: list[Step],
+        unused: Sequence[Step],
+        failed: Sequence[Step],
+        given_up: Sequence[str],
+    ) -> list[str]:
+        """The tools a next step may call: those whose grounded values can be had, not only a
+        call that failed again, not an action the request does not ask for, not a first tool
+        given up on."""
+        return [
+            name
+            for name in self._tools
+            if self._available(name, steps, unused)
+            and not self._only_again(name, steps, unused, failed)
+            and name not in self._grounds.unasked
+            and name not in given_up
+        ]
 
     def _lists(self, unused: Sequence[Step]) -> list[tuple[str, dict[str, Any]]]:
         """`N.path` and the items' schema of each list in a result nothing uses yet (a step
@@ -332,8 +374,9 @@ class PlanDecoder:
     def _available(self, name: str, earlier: list[Step], unused: Sequence[Step]) -> bool:
         """Whether every required parameter of tool `name` that must be grounded (see
         `Grounds.options`) has a value to take. A first step may still write a path freely
-        (it must then appear in the request: the request's paths are found by a pattern);
-        an identifier it may not."""
+        (it must then appear in the request: the request's paths are found by a pattern),
+        unless the request gives paths and none fits the parameter's role; an identifier it
+        may not."""
         tool = self._tools[name]
         props = tool.parameters.get("properties", {})
         if tool.parameters.get("minProperties") and not tool.parameters.get("required"):
@@ -348,7 +391,12 @@ class PlanDecoder:
                 return False  # no earlier result has the fields its objects need
             options = self._grounds.options(name, param, schema, earlier, unused)
             path = value_kind(schema) == "text" and not grounding.is_identifier(param, schema)
-            if options == [] and (earlier or not path or (name, param) in self._grounds.sources):
+            if options == [] and (
+                earlier
+                or not path
+                or (name, param) in self._grounds.sources
+                or self._grounds.misfits(param, schema)
+            ):
                 return False
         return True
 
@@ -410,6 +458,7 @@ class PlanDecoder:
                     args[name] = value  # an optional number or choice never said: left out
             else:
                 args[name] = self._identifier(
+                    name,
                     props[name],
                     earlier,
                     grounded,
@@ -567,7 +616,13 @@ class PlanDecoder:
         return chosen.strip('"')
 
     def _identifier(
-        self, schema: dict[str, Any], earlier: list[Step], options: list[str], *, sourced: bool
+        self,
+        name: str,
+        schema: dict[str, Any],
+        earlier: list[Step],
+        options: list[str],
+        *,
+        sourced: bool,
     ) -> Any:
         """One of `options` (see `_grounded`). Without any, an identifier or a path is written
         freely but must appear in the request (an identifier is not an email address); a
@@ -579,7 +634,11 @@ class PlanDecoder:
             raise _Ungrounded
         text = self._value(schema, earlier)  # a path on the first step (see `_available`)
         if not isinstance(text, str) or "@" in text or text not in self._request:
+            if grounding.is_path(name, schema):
+                raise _InventedPath  # a file the user never named
             raise _Ungrounded  # a value the user never gave: invented
+        if "path-roles" not in self._off and not grounding.fits_role(name, schema, text):
+            raise _Ungrounded  # a file's name where a folder is asked for, or the like
         return text
 
     def _array(

@@ -41,6 +41,7 @@ __all__ = [
     "breaks_pattern",
     "calendar_dates",
     "declines",
+    "fits_role",
     "givens",
     "integers",
     "is_identifier",
@@ -516,6 +517,43 @@ def is_path(name: str, schema: dict[str, Any]) -> bool:
     )
 
 
+_FOLDER_ROLE = re.compile(r"\b(?:directory|folder|dir)\b", re.IGNORECASE)
+_FILE_ROLE = re.compile(r"\b(?:file|document)\b", re.IGNORECASE)
+_EXTENSION = re.compile(r"\.([A-Za-z][A-Za-z0-9]{0,4})$")
+# A file format a parameter may name ("a Markdown file", "the CSV ledger"), and its extensions.
+_FORMATS = {
+    "markdown": ("md", "markdown"),
+    "csv": ("csv",),
+    "json": ("json",),
+    "pdf": ("pdf",),
+    "excel": ("xlsx", "xls"),
+    "html": ("html", "htm"),
+    "yaml": ("yaml", "yml"),
+}
+_FORMAT_NAMES = re.compile(rf"\b({'|'.join(_FORMATS)})\b", re.IGNORECASE)
+_KNOWN_EXTENSIONS = {ext for extensions in _FORMATS.values() for ext in extensions}
+
+
+def fits_role(name: str, schema: dict[str, Any], path: str) -> bool:
+    """Whether `path` can be the value of path parameter `name`, by what the parameter says it
+    takes (its name and description): a folder is no file name with an extension
+    (`list_files(directory="q3/report.pdf")`); a file is no folder written with its final
+    slash ("out/"); a file of a format it names ("a Markdown file", "the CSV ledger") is not
+    one of another known format (`summary="ledger.csv"` for a Markdown summary)."""
+    said = f"{name.replace('_', ' ')} {schema.get('description', '')}"
+    folder, file = _FOLDER_ROLE.search(said), _FILE_ROLE.search(said)
+    extension = _EXTENSION.search(path)
+    if folder and not file:
+        return extension is None
+    if file and not folder:
+        if path.endswith("/"):
+            return False
+        named = {ext for fmt in _FORMAT_NAMES.findall(said) for ext in _FORMATS[fmt.lower()]}
+        found = extension[1].lower() if extension else ""
+        return not named or found not in _KNOWN_EXTENSIONS or found in named
+    return True
+
+
 def relative_paths(request: str) -> list[str]:
     """The relative paths a request spells (see `RELATIVE_PATH`), and each file name it gives
     after a folder also as a path inside that folder ("statements/ (acme.csv, borealis.xlsx)":
@@ -715,6 +753,8 @@ class Grounds:
             literals = [p for p in self.paths if json.dumps(p, ensure_ascii=False) not in held]
             if not literals and not named:
                 literals = self.paths
+            if "path-roles" not in self.off:
+                literals = [p for p in literals if fits_role(name, schema, p)]
         else:
             if value_kind(schema) == "integer":
                 literals = self.integers
@@ -737,6 +777,14 @@ class Grounds:
         return [json.dumps(value, ensure_ascii=False) for value in literals] + [
             f"${ref}" for ref in named or (found if source else [])
         ]
+
+    def misfits(self, name: str, schema: dict[str, Any]) -> bool:
+        """Whether the request gives a path that path parameter `name` cannot take (see
+        `fits_role`): then it gave the paths it means, and none is this parameter's, so no
+        other is written in (`list_files(directory="/exports")` for a file in it)."""
+        if "path-roles" in self.off or not is_path(name, schema):
+            return False
+        return any(not fits_role(name, schema, path) for path in self.paths)
 
     def returns(self, step: Step) -> dict[str, Any] | None:
         """The schema of `step`'s result: its tool's, or a list of them for a step over a

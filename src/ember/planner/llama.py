@@ -46,6 +46,9 @@ class LlamaModel:
     def eval(self, tokens: Sequence[int]) -> None:
         self.llm.eval(tokens)
 
+    def rewind(self, count: int) -> None:
+        self.llm.n_tokens -= count  # llama.cpp drops the KV cache after it on the next eval
+
     def logits(self) -> Logits:
         import numpy as np
 

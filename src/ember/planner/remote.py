@@ -89,6 +89,14 @@ class ServerCursor:
     def force(self, text: str) -> None:
         self.text += text
 
+    def mark(self) -> tuple[str, int]:
+        return self.text, self._written
+
+    def rewind(self, mark: object) -> None:
+        """Back to `mark`: the server is sent the whole text each time, so nothing else is kept."""
+        assert isinstance(mark, tuple)
+        self.text, self._written = mark
+
     def _complete(self, max_tokens: int, **extra: Any) -> dict[str, Any]:
         body = {
             "model": self._model,

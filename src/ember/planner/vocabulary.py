@@ -1,7 +1,8 @@
 """The model as the decoder sees it: a vocabulary of token pieces with per-kind masks, and a
 cursor over the model's context that reads the logits only where there is a choice.
 
-`LanguageModel` is the seam: three methods (tokenize, evaluate tokens, logits of the last one).
+`LanguageModel` is the seam: four methods (tokenize, evaluate tokens, logits of the last one,
+forget the last tokens).
 `ember.planner.llama` adapts llama.cpp to it; the tests drive the decoder with a fake one.
 Masking is done over the vocabulary's token pieces with numpy: no grammar engine runs per token.
 """
@@ -59,6 +60,10 @@ class LanguageModel(Protocol):
         """The next-token logits after the context (one per vocabulary entry)."""
         ...
 
+    def rewind(self, count: int) -> None:
+        """Forget the last `count` evaluated tokens: the context is as it was before them."""
+        ...
+
 
 class ContextCursor(Protocol):
     """What the driven decoder asks of a model's context: text forced into it, one of several
@@ -91,6 +96,15 @@ class ContextCursor(Protocol):
         self, kind: str, closing: bytes, limit: int, *, openers: bool = False
     ) -> tuple[str, bool]:
         """A value of `kind` (see `Cursor.sample`), the text and whether it opened a reference."""
+        ...
+
+    def mark(self) -> object:
+        """The context as it is now, to go back to with `rewind`."""
+        ...
+
+    def rewind(self, mark: object) -> None:
+        """Go back to the context as it was at `mark`: what was forced, chosen or written after
+        it is forgotten (a step given up on, to choose again)."""
         ...
 
 
@@ -204,6 +218,7 @@ class Cursor:
         self.on_first_logits: Callable[[], None] | None = None
         self.passes = 0  # model passes (evaluations of pending tokens) so far
         self.scores: list[float] = []  # see `choose`
+        self.history: list[int] = []  # evaluated, in order (what `rewind` goes back over)
 
     def read(self, prompt: str | Sequence[int]) -> None:
         if isinstance(prompt, str):
@@ -227,6 +242,7 @@ class Cursor:
         if self.tokens:
             self.model.eval(self.tokens)
             self.passes += 1
+            self.history += self.tokens
             self.tokens.clear()
         if self.on_first_logits is not None:
             self.on_first_logits()
@@ -277,6 +293,23 @@ class Cursor:
         chosen = alive[0]
         self.text = rests[chosen]
         return chosen
+
+    def mark(self) -> tuple[int, bytes, tuple[int, ...]]:
+        return len(self.history), self.text, tuple(self.tokens)
+
+    def rewind(self, mark: object) -> None:
+        """Back to `mark` (see `mark`). The model forgets what it evaluated since; where
+        nothing was pending then, the last token before the mark is evaluated again (one pass
+        with one token), for the logits there."""
+        assert isinstance(mark, tuple)
+        evaluated, text, tokens = mark
+        pending = list(tokens)
+        if not pending and evaluated:
+            evaluated -= 1
+            pending = [self.history[evaluated]]
+        self.model.rewind(len(self.history) - evaluated)
+        del self.history[evaluated:]
+        self.text, self.tokens = text, pending
 
     def margin(self, first: bytes, second: bytes) -> float | None:
         """The model's best logit for a token that begins `first` minus its best for one that
