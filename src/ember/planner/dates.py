@@ -61,7 +61,7 @@ from collections.abc import Callable
 from datetime import date, timedelta
 from typing import NamedTuple
 
-from ember.planner.numbers import FOREIGN_NUMBERS
+from ember.planner.numbers import FOREIGN_VALUES
 from ember.planner.quotes import OPENERS, QUOTED
 
 __all__ = ["annotate_dates"]
@@ -83,18 +83,21 @@ _FOREIGN_MONTHS = {
     "de": "januar|jänner februar märz|maerz april mai juni juli august september oktober "
     "november dezember",
 }
-_WEEKDAY_INDEX = {name: i for i, name in enumerate(_WEEKDAYS)} | {
-    name: i
-    for names in _FOREIGN_WEEKDAYS.values()
-    for i, synonyms in enumerate(names.split())
-    for name in synonyms.split("|")
-}
-_FOREIGN_MONTH_INDEX = {
-    name: i + 1
-    for names in _FOREIGN_MONTHS.values()
-    for i, synonyms in enumerate(names.split())
-    for name in synonyms.split("|")
-}
+
+
+def _positions(table: dict[str, str]) -> dict[str, int]:
+    """Each name in `table` (its languages' names in order, synonyms joined by "|") and its
+    position in that order: 0 for Monday or January."""
+    return {
+        name: i
+        for names in table.values()
+        for i, synonyms in enumerate(names.split())
+        for name in synonyms.split("|")
+    }
+
+
+_WEEKDAY_INDEX = {name: i for i, name in enumerate(_WEEKDAYS)} | _positions(_FOREIGN_WEEKDAYS)
+_FOREIGN_MONTH_INDEX = {name: i + 1 for name, i in _positions(_FOREIGN_MONTHS).items()}
 _CN_DIGITS = {digit: i for i, digit in enumerate("〇一二三四五六七八九")} | {"两": 2}
 _WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
 _NUMBER_WORDS = {word: i for i, word in enumerate(_WORDS)} | {"eleven": 11, "twelve": 12}
@@ -102,8 +105,7 @@ _NUMBER_WORDS |= {"a": 1, "an": 1, "a couple of": 2}
 # Spanish, French and German counts of days or weeks ("dentro de tres días", "dans deux
 # semaines", "in drei Tagen"); "ocho días", "huit jours", "acht Tage" are a week as said, and
 # "quince días", "quinze jours" two (`_in_days`).
-_NUMBER_WORDS_FOREIGN = {word: n for n, words in FOREIGN_NUMBERS.items() for word in words.split()}
-_NUMBER_WORDS |= _NUMBER_WORDS_FOREIGN
+_NUMBER_WORDS |= FOREIGN_VALUES
 _A_WEEK_AS_SAID = {"ocho": 7, "huit": 7, "acht": 7, "quince": 14, "quinze": 14}
 
 _WD_ANY = "|".join(_WEEKDAYS)
@@ -347,7 +349,7 @@ def _foreign_rules() -> list[_Rule]:
     German "Morgen" after an article or "guten" (the morning, not tomorrow), weekdays after
     "cada", "los", "chaque", "jeden" (every one)."""
     rules: list[_Rule] = []
-    number = "|".join(_NUMBER_WORDS_FOREIGN)
+    number = "|".join(FOREIGN_VALUES)
     n = rf"(?P<n>[0-9]{{1,3}}|{number})"
     for language, lead, next_week, coming, last, this, every in (
         (

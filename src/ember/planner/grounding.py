@@ -571,7 +571,7 @@ def _path_like(text: str) -> bool:
     slashes of which one is a lower-case word of four letters or more ("out/competitors")."""
     if "/" not in text:
         return len(text) >= 4 and not _DOMAIN.search(text)
-    if text.endswith("/") or re.search(r"\.[A-Za-z][A-Za-z0-9]{0,4}$", text):
+    if text.endswith("/") or _EXTENSION.search(text):
         return not _DOMAIN.search(text.rstrip("/"))
     return any(re.fullmatch(r"[a-z][\w.-]{3,}", part) for part in text.split("/"))
 

@@ -71,7 +71,7 @@ _FIXED = [  # phrases that are a number with a unit
 ]
 # Spanish, French and German numbers, read before a unit only ("tres noches", "deux heures",
 # "zwei Stunden"): a count, with the hours and weeks converted as in English.
-FOREIGN_NUMBERS = {
+_FOREIGN_NUMBERS = {
     1: "un una uno une ein eine einem einer",
     2: "dos deux zwei",
     3: "tres trois drei",
@@ -89,9 +89,10 @@ FOREIGN_NUMBERS = {
     20: "veinte vingt zwanzig",
     30: "treinta trente dreißig",
 }
-_FOREIGN_VALUES = {word: n for n, words in FOREIGN_NUMBERS.items() for word in words.split()}
+FOREIGN_VALUES = {word: n for n, words in _FOREIGN_NUMBERS.items() for word in words.split()}
+"""Each Spanish, French and German number word above, and its value."""
 _FOREIGN_COUNT = re.compile(
-    rf"\b({'|'.join(_FOREIGN_VALUES)})\s+(?:(?P<hours>horas?|heures?|stunden?)"
+    rf"\b({'|'.join(FOREIGN_VALUES)})\s+(?:(?P<hours>horas?|heures?|stunden?)"
     r"|(?P<weeks>semanas?|semaines?|wochen?)"
     r"|(?:noches?|nuits?|nächte|nacht|d[ií]as?|jours?|tage[n]?|minutos?|minutes?|minuten?"
     r"|personas?|personnes?|personen|palabras?|mots?|wörter|worte)\b)",
@@ -158,7 +159,7 @@ def _found(text: str) -> list[tuple[int, int, tuple[float, ...], str]]:
         add(match.start(), end, values, unit or ("counted" if unit_match else ""))
     for match in _FOREIGN_COUNT.finditer(shielded):
         unit = "hours" if match["hours"] else "weeks" if match["weeks"] else ""
-        values, unit = _converted(_FOREIGN_VALUES[match.group(1).lower()], unit)
+        values, unit = _converted(FOREIGN_VALUES[match.group(1).lower()], unit)
         add(match.start(), match.end() if unit else match.end(1), values, unit or "counted")
     for match in _DIGITS_WITH_UNIT.finditer(shielded):
         values, unit = _converted(float(match.group(1)), match.group(2))

@@ -19,15 +19,23 @@ import re
 
 __all__ = ["OPENERS", "QUOTED", "quoted_texts", "unquoted"]
 
-_PAIRS = [
-    (pair[0], pair[1]) for pair in ("“”", "‘’", "「」", "『』", "《》", "«»", "‹›", "„“", "‚‘")
-]
+_PAIRS = (
+    ("“", "”"),
+    ("‘", "’"),
+    ("「", "」"),
+    ("『", "』"),
+    ("《", "》"),
+    ("«", "»"),
+    ("‹", "›"),
+    ("„", "“"),
+    ("‚", "‘"),
+)
 QUOTED = re.compile(
     r"(?<!\w)'([^'\n]{2,})'(?!\w)|\"([^\"\n]{2,})\"|"
     + "|".join(f"{re.escape(a)}([^{re.escape(b)}]+){re.escape(b)}" for a, b in _PAIRS)
 )
 """A quoted text; its one matched group is the text inside the quotes."""
-OPENERS = "'\"" + "".join(pair[0] for pair in _PAIRS)
+OPENERS = "'\"" + "".join(opening for opening, _ in _PAIRS)
 """The characters a quote opens with: text without any holds no quote."""
 
 
