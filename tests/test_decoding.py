@@ -7,6 +7,7 @@ what a model would like to plan and asserts what the decoder's rule let through.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from datetime import date
@@ -307,6 +308,70 @@ def test_in_doubt_a_first_call_is_kept_only_if_the_request_gives_its_values() ->
         abstain=doubtful,
     )
     assert [step.tool for step in weather] == ["get_weather"]
+
+
+def test_in_doubt_a_first_call_is_kept_only_if_the_request_names_its_tool() -> None:
+    doubtful = (-50.0, 50.0)  # every first choice is in the band
+    # a near miss the values check lets through: the text and the number are the request's
+    roots = (
+        "Solve 2x + 3 = 0 for x: the numbers are 2 and 3",
+        '1. summarize_text(text="2x + 3 = 0", max_words=3)\ndone',
+    )
+    assert plan(*roots, abstain=doubtful) == []  # "summarize" and "text" are never said
+    assert [s.tool for s in plan(*roots, abstain=doubtful, off=frozenset({"names-tool"}))] == [
+        "summarize_text"
+    ]
+    forecast = plan(
+        "Friday's forecasts for Madrid, please",
+        '1. get_weather(city="Madrid", date="2026-03-06")\ndone',
+        abstain=doubtful,
+    )
+    assert [step.tool for step in forecast] == ["get_weather"]  # a field of its result
+    exports = plan(
+        "What's sitting in /srv/exports right now?",
+        '1. list_files(directory="/srv/exports")\ndone',
+        abstain=doubtful,
+    )
+    assert [step.tool for step in exports] == ["list_files"]  # a path it takes
+    confident = plan(*roots, abstain=(-100.0, -50.0))  # above the band: no check
+    assert [step.tool for step in confident] == ["summarize_text"]
+
+
+def test_a_tool_is_named_by_its_name_its_result_or_a_value_only_some_tools_take() -> None:
+    weather = next(tool for tool in CATALOGUE if tool.tool_name == "get_weather")
+    hotels = next(tool for tool in CATALOGUE if tool.tool_name == "search_hotels")
+    call = Step(id=1, tool="get_weather", args={"city": "Oslo", "date": "2026-03-05"})
+    named = functools.partial(grounding.names_tool, call, weather, days=["2026-03-05"])
+    assert named("Weather in Oslo, please")
+    assert named("any forecasting for Oslo?")  # the result's `forecast`, another form
+    assert named("how warm will Oslo be on March 5?")  # a date it names
+    assert not grounding.names_tool(call, weather, "how warm is Oslo?", days=[])
+    quoted = "Tell me about the city of 'weather' in Oslo"
+    assert not grounding.names_tool(call, weather, quoted, days=[])  # quotes are not read
+    assert named("天气怎么样")  # Chinese: not judged
+    search = Step(id=1, tool="search_hotels", args={"city": "Oslo", "check_in": "2026-03-05"})
+    assert grounding.names_tool(search, hotels, "two hotels in Oslo", days=[])
+    assert not grounding.names_tool(search, hotels, "search Oslo for me", days=[])  # any verb
+    written = grounding.Grounds(CATALOGUE, "Block out March 3, 2027 and next Friday", TODAY)
+    assert written.stated_days == ["2027-03-03", "2026-03-13"]  # written in full, and relative
+    assert written.named_dates == ["2026-03-13"]  # a date written in full is left as written
+    summarize = next(tool for tool in CATALOGUE if tool.tool_name == "summarize_text")
+    passage = "the venue moved to Porto and the dates stay the same"
+    shorten = Step(id=1, tool="summarize_text", args={"text": passage, "max_words": 10})
+    asked = f'Shorten this for the chat: "{passage}"'
+    assert grounding.names_tool(shorten, summarize, asked, days=[])  # a passage it quotes
+    equation = Step(id=1, tool="summarize_text", args={"text": "y = 3x + 2", "max_words": 3})
+    assert not grounding.names_tool(equation, summarize, "slope of y = 3x + 2?", days=[])
+    metric = ToolDescriptor(
+        tool_name="query_metric",
+        parameters={
+            "type": "object",
+            "properties": {"metric": {"type": "string", "enum": ["latency_p95_ms", "cpu_percent"]}},
+        },
+    )
+    latency = Step(id=1, tool="query_metric", args={"metric": "latency_p95_ms"})
+    assert grounding.names_tool(latency, metric, "p95 latency on checkout-web?", days=[])
+    assert not grounding.names_tool(latency, metric, "is checkout-web slow?", days=[])
 
 
 def test_dates_are_chosen_among_real_days_around_today() -> None:

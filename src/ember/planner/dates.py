@@ -64,7 +64,7 @@ from typing import NamedTuple
 from ember.planner.numbers import FOREIGN_VALUES
 from ember.planner.quotes import OPENERS, QUOTED
 
-__all__ = ["annotate_dates"]
+__all__ = ["annotate_dates", "stated_days"]
 
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _CN_WEEKDAYS = "一二三四五六日天"
@@ -164,6 +164,12 @@ def annotate_dates(text: str, today: date) -> str:
             parts += [text[last : found.end], f" ({found.when.isoformat()})"]
             last = found.end
     return "".join([*parts, text[last:]])
+
+
+def stated_days(text: str, today: date) -> list[date]:
+    """Every day `text` names, written in full ("March 3, 2027", which `annotate_dates`
+    leaves as it is) or as a relative phrase ("next Friday"), in order."""
+    return [found.when for found in _find(text, today) if found.when is not None]
 
 
 def _find(text: str, today: date) -> list[_Found]:

@@ -45,7 +45,8 @@ MAX_STEPS = 12
 # Rules that can be switched off (`PlanDecoder(off=...)`), to measure what each one buys:
 # the bound on steps a plan is made to go on for, the schema constraints of unseen catalogues
 # (stated choices, pattern spans, numeric ids, unoffered options), dates among those the
-# request names, numbers in words or units, the check of a first call made in doubt, steps
+# request names, numbers in words or units, the check of a first call made in doubt (the
+# request gives its values; and it names the tool, or gives a path, address or currency), steps
 # over lists, optional short texts the request does not say (a habitual glob "*.pdf"), tools
 # that act offered to a question that does not name their action, the ordering of a call
 # after an earlier one that changes a path it touches, optional times of day never said,
@@ -61,6 +62,7 @@ RULES = (
     "named-dates",
     "numbers",
     "doubt-check",
+    "names-tool",
     "for-each",
     "optional-text",
     "questions-read",
@@ -210,12 +212,8 @@ class PlanDecoder:
                 break  # a repeated call: small models loop; a plan never needs one twice
             if grounding.reapplies(step, steps):
                 break  # the same call again on its own output: a loop (summary of a summary)
-            if (
-                (doubt == "check" or (doubt is not None and given_up))
-                and "doubt-check" not in self._off
-                and grounding.unsupported(step, self._tools[step.tool], self._request)
-            ):
-                break  # a weak preference, or a second choice, the request gives no values for
+            if self._doubted(step, doubt, given_up):
+                break  # a weak preference, or a second choice, the request does not support
             steps.append(step)
             on_step(step)
             used_some = len(self._unused_givens(steps)) < len(left)
@@ -312,6 +310,21 @@ class PlanDecoder:
         if self.first_margin < low:
             return "abstain"
         return "check" if self.first_margin < high else "plan"
+
+    def _doubted(self, step: Step, doubt: str | None, given_up: Sequence[str]) -> bool:
+        """Whether a first call made in doubt, or chosen again after a first tool was given
+        up, is dropped: the request does not give its values (`grounding.unsupported`), or,
+        in doubt, does not name its tool (`grounding.names_tool`)."""
+        if doubt is None or (doubt != "check" and not given_up):
+            return False
+        tool = self._tools[step.tool]
+        if "doubt-check" not in self._off and grounding.unsupported(step, tool, self._request):
+            return True
+        return (
+            doubt == "check"
+            and "names-tool" not in self._off
+            and not grounding.names_tool(step, tool, self._request, self._grounds.stated_days)
+        )
 
     def _unused_givens(self, steps: list[Step]) -> list[str]:
         """What the user gave (see `grounding.givens`) that no step's arguments hold yet, each

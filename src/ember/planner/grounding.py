@@ -21,7 +21,7 @@ import msgspec
 
 from ember.plan import ITEM, ITEM_TOOL, Step, references, step_ref
 from ember.planner.compact import field_paths, json_type, text_paths, value_kind
-from ember.planner.dates import annotate_dates
+from ember.planner.dates import annotate_dates, stated_days
 from ember.planner.numbers import spoken_numbers
 from ember.planner.quotes import QUOTED, quoted_texts, unquoted
 from ember.tools.descriptor import ToolDescriptor
@@ -47,6 +47,7 @@ __all__ = [
     "is_identifier",
     "is_path",
     "named_dates",
+    "names_tool",
     "needs_answer",
     "reapplies",
     "recipients",
@@ -361,6 +362,84 @@ def unsupported(step: Step, tool: ToolDescriptor, request: str) -> list[str]:
     return found if given else list(step.args)
 
 
+# Verbs any tool's name may have: they say how, not what a tool is for.
+_ANY_TOOL_VERBS = frozenset(
+    (
+        *("add", "analyse", "analyze", "build", "calc", "calculate", "check", "compute"),
+        *("convert", "count", "create", "determine", "do", "estimate", "evaluate", "execute"),
+        *("fetch", "find", "generate", "get", "list", "look", "lookup", "make", "perform"),
+        *("process", "query", "retrieve", "run", "search", "set", "show", "solve", "update"),
+    )
+)
+
+
+def names_tool(step: Step, tool: ToolDescriptor, request: str, days: Sequence[str]) -> bool:
+    """Whether the request, outside quoted text, names what `tool` is for: a word of the
+    tool's name that is not a verb any tool could have (`search_hotels`: "hotel"; not "search",
+    "calculate"), or of a field of its result that is not one of its parameters (`get_weather`:
+    "forecast", "temperature"), in any form (the same word but for a plural ending, or, for
+    words of five letters or more, the same first five letters: "hotels", "forecasts").
+
+    Or the call takes from the request a value of a kind only some tools take: a path, an
+    email address, a currency it names, one of the `days` it names (`Grounds.stated_days`), one
+    of its parameter's stated choices ("p95 latency": `metric="latency_p95_ms"`), a text of more
+    than three words (of three letters or more: "y = 3x + 2" has none) that is the request's
+    own (a passage it quotes) or, composed for the call (a query, a message), shares a word of
+    five letters or more with it. A request in Chinese is not judged (its words are not
+    spaced). Small models prefer some tool for almost any request; one wanted only weakly that
+    the request never names is a near miss (a function for the roots of a quadratic offered a
+    linear equation)."""
+    if re.search(r"[\u3000-\u9fff]", request):
+        return True
+    said = _words(unquoted(request))
+    parameters = tool.parameters.get("properties", {})
+    own = {word for name in parameters for word in _words(name)}
+    fields = {word for path in field_paths(tool.returns) for word in _words(path)} - own
+    subjects = [word for word in _words(tool.tool_name) if word not in _ANY_TOOL_VERBS] + [*fields]
+    if any(_same_word(subject, word) for subject in subjects for word in said):
+        return True
+    lowered = request.casefold()
+    long_words = {word for word in said if len(word) >= 5}
+    for name, value in step.args.items():
+        if not isinstance(value, str) or value.startswith("$"):
+            continue
+        schema = parameters.get(name, {})
+        kind = value_kind(schema)
+        composed = kind == "text" and len(_words(value)) > 3
+        if (
+            (composed and (value.strip() in request or long_words & set(_words(value))))
+            or (kind == "enum" and any(_same_word(a, b) for a in _words(value) for b in said))
+            or (EMAIL.fullmatch(value) and value.casefold() in lowered)
+            or (kind == "date" and value in days)
+            or (is_path(name, schema) and (value in request or value in relative_paths(request)))
+            or (kind == "code3" and _names_currency(lowered, value))
+        ):
+            return True
+    return False
+
+
+def _words(text: str) -> list[str]:
+    """The words of a text or a name (`search_hotels`, `createIssue`, `.hotels.0.hotel_id`),
+    in lower case, of three letters or more."""
+    spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", text)
+    return [word for word in re.findall(r"[^\W\d_]+", spaced.casefold()) if len(word) >= 3]
+
+
+def _same_word(a: str, b: str) -> bool:
+    """The same word but for a plural ending ("hotel", "hotels"; "currency", "currencies"), or,
+    both of five letters or more, with the same first five ("forecast", "forecasting")."""
+    a, b = _singular(a), _singular(b)
+    return a == b or (min(len(a), len(b)) >= 5 and a[:5] == b[:5])
+
+
+def _singular(word: str) -> str:
+    if word.endswith("ies"):
+        return word[:-3] + "y"
+    if word.endswith(("ses", "xes", "zes", "ches", "shes")):
+        return word[:-2]
+    return word[:-1] if word.endswith("s") and not word.endswith("ss") else word
+
+
 def named_dates(request: str, today: date) -> list[str]:
     """The calendar dates a request names, as written or as its relative phrases mean them
     (`ember.planner.dates`), in order: "tomorrow" on 2026-03-02 -> 2026-03-03."""
@@ -628,6 +707,8 @@ class Grounds:
         self.request = request
         self.dates = calendar_dates(today)
         self.named_dates = named_dates(request, today)
+        # every day it names, written in full too ("March 3, 2027"): what a tool is given
+        self.stated_days = [day.isoformat() for day in stated_days(request, today)]
         self.emails = list(dict.fromkeys(EMAIL.findall(request)))
         # where the request sends something: no key to look a record up by
         self.recipients = set() if "recipients" in off else recipients(request)
