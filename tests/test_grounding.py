@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 
 from ember.plan import Step
-from ember.planner.grounding import Grounds, fits_role, is_path, relative_paths, unsupported
+from ember.planner.grounding import (
+    Grounds,
+    fits_role,
+    is_path,
+    relative_paths,
+    stated_numbers,
+    unsupported,
+)
 from ember.tools.demo import demo_catalog
 from ember.tools.descriptor import ToolDescriptor
 
@@ -32,6 +39,51 @@ def test_what_the_request_never_says_is_left_out_when_optional() -> None:
     rules = grounds("Summarize 'the quick brown fox'")
     step = Step(1, "summarize_text", {"text": "the quick brown fox", "max_words": 50})
     assert rules.repair(step, []) == Step(1, "summarize_text", {"text": "the quick brown fox"})
+
+
+@pytest.mark.parametrize(
+    ("request_text", "numbers"),
+    [
+        # against a unit, with a scale; an ordinal or a time of day is a date's or a time's
+        ("a wire 5m long, 0.01m² across", {5, 0.01}),
+        ("a 300K budget", {300, 300_000}),
+        ("on the 2nd at 6pm", set()),
+        # a percentage is also a fraction
+        ("at an interest rate of 5%", {5, 0.05}),
+        ("a 95 percent interval", {95, 0.95}),
+        # a list with bare commas; a thousands separator is not one
+        ("the factorial of 5,10 and 15", {5, 5.1, 10, 15}),
+        ("for 1,5 and 10 years", {1, 5, 1.5, 10}),
+        ("pay 1,000,000 USD", {1_000_000}),
+        # a number inside a word, an address, a path, a version or a quote is none
+        ("h2o, mp3, B2B, COVID-19, v2 from a5b@example.com", set()),
+        ("open /data/5m.csv, release 3.10.2, title '5m', colour #00FFFF", set()),
+    ],
+)
+def test_numbers_written_against_a_unit_as_a_percentage_or_in_a_comma_list_are_stated(
+    request_text: str, numbers: set[float]
+) -> None:
+    assert stated_numbers(request_text) == numbers
+    assert stated_numbers(request_text, spoken=False) <= numbers  # the rule off: apart only
+
+
+def test_a_first_call_is_supported_by_a_number_written_against_its_unit() -> None:
+    tool = ToolDescriptor(
+        tool_name="calculate_resistance",
+        description="Resistance of a wire.",
+        parameters={
+            "type": "object",
+            "properties": {
+                "length": {"type": "number"},
+                "area": {"type": "number"},
+                "rate": {"type": "number", "description": "interest, as a fraction"},
+            },
+            "required": ["length", "area"],
+        },
+    )
+    step = Step(1, "calculate_resistance", {"length": 5, "area": 0.01, "rate": 0.05})
+    assert unsupported(step, tool, "A 5m wire, 0.01m² across, at 5%") == []
+    assert unsupported(step, tool, "A 5 m wire, 0.01 m² across") == ["rate"]
 
 
 def test_references_must_go_to_earlier_results_that_hold_such_a_value() -> None:

@@ -281,11 +281,37 @@ def _quoted_forms(text: str) -> Given:
 
 
 def stated_numbers(request: str, *, spoken: bool = True) -> set[float]:
-    """Every number the request states, in digits or in words, with its conversions."""
-    rest = unquoted(request)
-    digits = {float(n.replace(",", "")) for n in NUMBER.findall(EMAIL.sub(" ", rest))}
-    words = spoken_numbers(rest) if spoken else []
-    return digits | {value for values in words for value in values}
+    """Every number the request states, in digits or in words, with its conversions; and
+    the numbers `NUMBER` leaves out of the givens but a value may still be: one written
+    against its unit ("5m", "0.01m²"; "300K" is also 300000), a percentage as a
+    fraction too ("5%" is also 0.05), and a list written with bare commas ("5,10 and 15";
+    "1,5" is also 1.5, as it is written in much of Europe)."""
+    rest = EMAIL.sub(" ", unquoted(request))
+    digits = {float(n.replace(",", "")) for n in NUMBER.findall(rest)}
+    if not spoken:  # the `numbers` rule off: digits standing apart only
+        return digits
+    for number, unit in _GLUED.findall(rest):
+        digits.add(float(number))
+        if unit in _SCALES:
+            digits.add(float(number) * _SCALES[unit])
+    digits |= {float(number) / 100 for number in _PERCENT.findall(rest)}
+    for run in _COMMA_RUN.findall(rest):
+        parts = run.split(",")
+        if not all(len(part) == 3 for part in parts[1:]):  # "1,000" is a thousand
+            digits |= {float(part) for part in parts}
+            if len(parts) == 2:
+                digits.add(float(".".join(parts)))
+    return digits | {value for values in spoken_numbers(rest) for value in values}
+
+
+# a number against its unit; an ordinal or a time of day ("the 3rd", "6pm") is a date's or a
+# time's, read by `ember.planner.dates` and `states_a_time`, and no amount
+_GLUED = re.compile(
+    r"(?<![\w.,:/#-])([0-9]+(?:\.[0-9]+)?)(?!(?:st|nd|rd|th|am|pm)\b)([^\W\d_]+)", re.IGNORECASE
+)
+_SCALES = {"k": 1e3, "K": 1e3, "M": 1e6, "bn": 1e9}
+_PERCENT = re.compile(r"(?<![\w.,:/-])([0-9]+(?:\.[0-9]+)?)\s*(?:%|percent\b|per cent\b)")
+_COMMA_RUN = re.compile(r"(?<![\w.,:/-])[0-9]+(?:,[0-9]+)+(?![\w.])")
 
 
 _TIME_PHRASE = re.compile(
