@@ -114,6 +114,11 @@ def test_bad_input_exits_2_with_a_clear_message(ember_env: dict[str, str]) -> No
     date = ember(ember_env, "run", "--today", "tomorrow", "hi")
     assert date.returncode == 2
     assert "--today" in date.stderr
+    tasks = str(Path(__file__).parents[1] / "evals" / "planner" / "fresh.jsonl")
+    rule = ember(ember_env, "eval", "planner", "--tasks", tasks, "--rules-off", "numbers,nope")
+    assert rule.returncode == 2
+    assert "no decoding rule named nope: the rules are push-bound" in rule.stderr
+    assert "loading the model" not in rule.stderr  # refused before the model loads
 
 
 def test_failed_run_exits_1(ember_env: dict[str, str], tmp_path: Path) -> None:

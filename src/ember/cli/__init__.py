@@ -370,9 +370,9 @@ def _add_eval_command(commands: Any) -> None:
     planner.add_argument("--predictions", help="also write the plans here (JSON Lines)")
     planner.add_argument(
         "--rules-off",
-        help="llama: switch decoding rules off, to measure them (comma-separated: push-bound, "
-        "schema, named-dates, numbers, doubt-check, for-each, optional-text, questions-read, "
-        "write-order, times, declined, recipients, waits, object-items)",
+        help="llama: switch decoding rules off, to measure them (comma-separated, e.g. "
+        "numbers,doubt-check; a name that is no rule is refused with the list of them all; "
+        "docs/architecture.md says what each does)",
     )
     planner.add_argument(
         "--abstain-band",

@@ -51,10 +51,14 @@ def eval_planner(args: argparse.Namespace) -> int:
         catalogue = [ToolDescriptor.from_json(item) for item in raw]
     chosen = settings(args).planner
     if args.rules_off or args.abstain_band:
+        from ember.planner.decoding import check_rules
+
+        rules_off = tuple(args.rules_off.split(",")) if args.rules_off else ()
+        check_rules(frozenset(rules_off))  # before the model loads, not after
         band = _band(args.abstain_band) if args.abstain_band else None
         chosen = msgspec.structs.replace(
             chosen,
-            rules_off=tuple(args.rules_off.split(",")) if args.rules_off else (),
+            rules_off=rules_off,
             abstain_band=band,
         )
     planner = build_planner(chosen, say=say)
