@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import date
+
 import pytest
 
-from ember.planner.grounding import givens
-from ember.planner.quotes import quoted_texts, unquoted
+from ember.planner.base import PlanningTask
+from ember.planner.grounding import givens, stated_numbers
+from ember.planner.quotes import quoted_texts, unquoted, unwrapped
 
 
 @pytest.mark.parametrize(
@@ -48,3 +51,30 @@ def test_a_french_quote_is_a_given_the_plan_must_use() -> None:
     assert ("Votre commande a bien été expédiée.", "Votre commande a bien été expédiée") in found
     assert ("Expédition",) in found
     assert ("C-10385",) in found
+
+
+@pytest.mark.parametrize(
+    ("text", "read"),
+    [
+        (
+            "\"Find the roots of 3x^2 + 4x + 2 = 0, where 'a' is 3.\"",
+            "Find the roots of 3x^2 + 4x + 2 = 0, where 'a' is 3.",
+        ),
+        (" « Réserve un hôtel à Lyon » ", "Réserve un hôtel à Lyon"),
+        ('"What\'s the weather?"', "What's the weather?"),
+        # quotes that are not around all of it stay quotes
+        ('"Q3" and "Q4" reports', '"Q3" and "Q4" reports'),
+        ('Title it "Quarter close"', 'Title it "Quarter close"'),
+        ('""', '""'),
+    ],
+)
+def test_a_request_in_quotes_whole_is_read_without_them(text: str, read: str) -> None:
+    assert unwrapped(text) == read
+    task = PlanningTask(text, date(2026, 3, 2), ())
+    assert task.request == read
+
+
+def test_a_request_pasted_in_quotes_still_states_its_numbers() -> None:
+    pasted = '"Calculate the area of two circles, with a radius of 5 and of 10 meters."'
+    assert stated_numbers(pasted) == set()  # to the readers, all of it is a quote
+    assert stated_numbers(PlanningTask(pasted, date(2026, 3, 2), ()).request) == {2, 5, 10}

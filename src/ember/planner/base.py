@@ -11,6 +11,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 import msgspec
 
 from ember.plan import Step
+from ember.planner.quotes import unwrapped
 from ember.tools.descriptor import ToolDescriptor
 
 __all__ = [
@@ -45,7 +46,8 @@ class PlanningTask(msgspec.Struct, frozen=True):
     far and `observations` their results: new steps follow them and may use their results.
     In a round after a step failed, `failed` holds the calls that failed (their errors are
     among the observations): the round plans around them and does not make them again, and
-    adds at most `max_steps` steps (None: a plan's usual bound)."""
+    adds at most `max_steps` steps (None: a plan's usual bound). A request in quotes whole
+    is kept without them (`ember.planner.quotes.unwrapped`)."""
 
     request: str
     today: date
@@ -56,6 +58,11 @@ class PlanningTask(msgspec.Struct, frozen=True):
     observations: tuple[Observation, ...] = ()
     failed: tuple[Step, ...] = ()
     max_steps: int | None = None
+
+    def __post_init__(self) -> None:
+        # a request in quotes whole is read without them (`quotes.unwrapped`): inside quotes,
+        # no date, number or tool name would be the request's own
+        msgspec.structs.force_setattr(self, "request", unwrapped(self.request))
 
 
 class AnswerTask(msgspec.Struct, frozen=True):

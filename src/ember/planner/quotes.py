@@ -11,13 +11,16 @@ grounding, plan shapes), so that they agree on what is quoted:
 - Straight quotes (' ") hold two characters at least and no line break: a lone one does
   not swallow the rest of a request, and 'X' or "A" is a name, not a text to copy.
 - Backticks are not quotes: `C-2041` is code, an identifier the request gives.
+- A request in quotes whole ("\"Can you find ...?\"", as pasted from a document or sent
+  JSON-encoded twice) is the user's own words: `unwrapped` takes those quotes off before any
+  reader sees it (`ember.planner.base.PlanningTask`).
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["OPENERS", "QUOTED", "quoted_texts", "unquoted"]
+__all__ = ["OPENERS", "QUOTED", "quoted_texts", "unquoted", "unwrapped"]
 
 _PAIRS = (
     ("“", "”"),
@@ -49,3 +52,20 @@ def unquoted(text: str) -> str:
     """`text` with each quoted text, quotes included, blanked out by as many spaces: what is
     left is the request's own words, at the same positions."""
     return QUOTED.sub(lambda match: " " * len(match[0]), text)
+
+
+def unwrapped(text: str) -> str:
+    """`text` without a pair of quotes around all of it, and the spaces just inside them,
+    where neither quote is found inside (`"a" and "b"` is two quotes, not one around both);
+    else `text` unchanged."""
+    inner = text.strip()[1:-1]
+    for opening, closing in (('"', '"'), ("'", "'"), *_PAIRS):
+        if (
+            text.strip()[:1] == opening
+            and text.strip()[-1:] == closing
+            and inner.strip()
+            and opening not in inner
+            and closing not in inner
+        ):
+            return inner.strip()
+    return text
