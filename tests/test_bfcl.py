@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -103,7 +105,10 @@ def test_an_unknown_category_is_named() -> None:
         load_category("simple_java")
 
 
-def test_the_command_prints_its_table_and_latency(ember_env: dict[str, str]) -> None:
+def test_the_command_prints_its_table_and_latency(
+    ember_env: dict[str, str], tmp_path: Path
+) -> None:
+    predictions = tmp_path / "entries.jsonl"
     done = ember(
         ember_env,
         "eval",
@@ -113,8 +118,16 @@ def test_the_command_prints_its_table_and_latency(ember_env: dict[str, str]) -> 
         "--limit",
         "1",
         "--categories",
-        "simple_python",
+        "simple_python,irrelevance",
+        "--predictions",
+        str(predictions),
     )
     assert done.returncode == 0, done.stderr
     assert "simple_python              0/1" in done.stdout
+    assert "irrelevance                1/1" in done.stdout  # no plan: no call, right there
     assert "plan median" in done.stdout
+    entries = [json.loads(line) for line in predictions.read_text().splitlines()]
+    assert entries == [
+        {"id": "simple_python_0", "category": "simple_python", "correct": False, "calls": []},
+        {"id": "irrelevance_0", "category": "irrelevance", "correct": True, "calls": []},
+    ]

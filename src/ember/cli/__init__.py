@@ -409,6 +409,11 @@ def _add_eval_command(commands: Any) -> None:
     _planner_options(bfcl, default="llama")
     bfcl.add_argument("--limit", type=int, help="only the first N entries of each category")
     bfcl.add_argument("--json", action="store_true", help="print the summary as JSON")
+    bfcl.add_argument(
+        "--predictions",
+        help="also write each entry's calls and verdict here (JSON Lines: id, category, "
+        "correct, calls), to compare two versions entry by entry",
+    )
     bfcl.set_defaults(handler=_command("measure", "eval_bfcl"))
 
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -125,7 +127,16 @@ def eval_bfcl(args: argparse.Namespace) -> int:
     chosen = msgspec.structs.replace(settings(args).planner, prefix_cache=False)
     planner = build_planner(chosen, say=say)
     assert planner is not None, "eval bfcl always names a planner"
-    summary = asyncio.run(evaluate_bfcl(planner, categories, limit=args.limit))
+    with contextlib.ExitStack() as stack:
+        record = None
+        if args.predictions:
+            out = stack.enter_context(open(args.predictions, "w", encoding="utf-8"))
+
+            def record(entry: dict[str, Any]) -> None:
+                out.write(json.dumps(entry, ensure_ascii=False) + "\n")
+                out.flush()  # a run stopped halfway keeps what it scored
+
+        summary = asyncio.run(evaluate_bfcl(planner, categories, limit=args.limit, record=record))
     if args.json:
         print(json.dumps(summary))
         return 0

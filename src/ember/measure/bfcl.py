@@ -163,8 +163,11 @@ async def evaluate_bfcl(
     *,
     limit: int | None = None,
     progress: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
+    record: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
-    """Plan every entry of `categories` and score it with BFCL's checker."""
+    """Plan every entry of `categories` and score it with BFCL's checker; hand `record` each
+    entry's `{"id", "category", "correct", "calls"}` as it is scored (to compare two versions
+    entry by entry)."""
     check = Checker()
     by_category: dict[str, Any] = {}
     plan_s: list[float] = []
@@ -180,8 +183,11 @@ async def evaluate_bfcl(
             except (PlannerError, PlanError) as exc:
                 progress(f"  {entry['id']}: planner error: {exc}")
                 steps = []
-            ok = check(category, entry, output(steps, names))
+            calls = output(steps, names)
+            ok = check(category, entry, calls)
             correct += ok
+            if record is not None:
+                record({"id": entry["id"], "category": category, "correct": ok, "calls": calls})
             progress(
                 f"  {category} {number}/{len(entries)} {entry['id']}: {'ok' if ok else 'wrong'}"
             )
