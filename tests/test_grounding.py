@@ -51,6 +51,9 @@ def test_what_the_request_never_says_is_left_out_when_optional() -> None:
         # a percentage is also a fraction
         ("at an interest rate of 5%", {5, 0.05}),
         ("a 95 percent interval", {95, 0.95}),
+        # a minus sign before a number; a hyphen inside a code, a date or a range is none
+        ("roots for coefficients 2, 3 and -4 on [-1, 2.5]", {2, 3, -4, -1, 2.5}),
+        ("ticket C-20417 on 2026-03-03, rows 10-15", set()),
         # a list with bare commas; a thousands separator is not one
         ("the factorial of 5,10 and 15", {5, 5.1, 10, 15}),
         ("for 1,5 and 10 years", {1, 5, 1.5, 10}),
@@ -84,6 +87,24 @@ def test_a_first_call_is_supported_by_a_number_written_against_its_unit() -> Non
     step = Step(1, "calculate_resistance", {"length": 5, "area": 0.01, "rate": 0.05})
     assert unsupported(step, tool, "A 5m wire, 0.01m² across, at 5%") == []
     assert unsupported(step, tool, "A 5 m wire, 0.01 m² across") == ["rate"]
+
+
+def test_a_day_the_request_names_supports_a_date_written_as_plain_text() -> None:
+    tool = ToolDescriptor(
+        tool_name="currency_conversion_get_rate",
+        description="The rate between two currencies on a date.",
+        parameters={
+            "type": "object",
+            "properties": {"pair": {"type": "string"}, "date": {"type": "string"}},
+            "required": ["pair", "date"],
+        },
+    )
+    request = "The EUR/USD rate on January 1, 2022"
+    step = Step(1, "currency_conversion_get_rate", {"pair": "EUR/USD", "date": "2022-01-01"})
+    days = Grounds((tool,), request, TODAY).stated_days
+    assert days == ["2022-01-01"]
+    assert unsupported(step, tool, request, days) == []
+    assert unsupported(step, tool, request) == ["date"]  # without the days it names
 
 
 def test_references_must_go_to_earlier_results_that_hold_such_a_value() -> None:

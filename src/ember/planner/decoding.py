@@ -318,12 +318,15 @@ class PlanDecoder:
         if doubt is None or (doubt != "check" and not given_up):
             return False
         tool = self._tools[step.tool]
-        if "doubt-check" not in self._off and grounding.unsupported(step, tool, self._request):
+        days = self._grounds.stated_days
+        if "doubt-check" not in self._off and grounding.unsupported(
+            step, tool, self._request, days
+        ):
             return True
         return (
             doubt == "check"
             and "names-tool" not in self._off
-            and not grounding.names_tool(step, tool, self._request, self._grounds.stated_days)
+            and not grounding.names_tool(step, tool, self._request, days)
         )
 
     def _unused_givens(self, steps: list[Step]) -> list[str]:

@@ -284,8 +284,9 @@ def stated_numbers(request: str, *, spoken: bool = True) -> set[float]:
     """Every number the request states, in digits or in words, with its conversions; and
     the numbers `NUMBER` leaves out of the givens but a value may still be: one written
     against its unit ("5m", "0.01m²"; "300K" is also 300000), a percentage as a
-    fraction too ("5%" is also 0.05), and a list written with bare commas ("5,10 and 15";
-    "1,5" is also 1.5, as it is written in much of Europe)."""
+    fraction too ("5%" is also 0.05), a negative number ("coefficients 2, 3 and -4"), and a
+    list written with bare commas ("5,10 and 15"; "1,5" is also 1.5, as it is written in much
+    of Europe)."""
     rest = EMAIL.sub(" ", unquoted(request))
     digits = {float(n.replace(",", "")) for n in NUMBER.findall(rest)}
     if not spoken:  # the `numbers` rule off: digits standing apart only
@@ -295,6 +296,7 @@ def stated_numbers(request: str, *, spoken: bool = True) -> set[float]:
         if unit in _SCALES:
             digits.add(float(number) * _SCALES[unit])
     digits |= {float(number) / 100 for number in _PERCENT.findall(rest)}
+    digits |= {-float(number) for number in _NEGATIVE.findall(rest)}
     for run in _COMMA_RUN.findall(rest):
         parts = run.split(",")
         if not all(len(part) == 3 for part in parts[1:]):  # "1,000" is a thousand
@@ -311,6 +313,9 @@ _GLUED = re.compile(
 )
 _SCALES = {"k": 1e3, "K": 1e3, "M": 1e6, "bn": 1e9}
 _PERCENT = re.compile(r"(?<![\w.,:/-])([0-9]+(?:\.[0-9]+)?)\s*(?:%|percent\b|per cent\b)")
+# a minus sign standing before a number ("-25", "[-1, 2]"), not a hyphen inside a code, a date
+# or a range ("C-20417", "2026-03-03", "10-15")
+_NEGATIVE = re.compile(r"(?<![\w.,:/-])-([0-9]+(?:\.[0-9]+)?)(?![\w:/]|[.,][0-9]|-[0-9])")
 _COMMA_RUN = re.compile(r"(?<![\w.,:/-])[0-9]+(?:,[0-9]+)+(?![\w.])")
 
 
@@ -352,11 +357,15 @@ def states_a_time(request: str) -> bool:
     return bool(_TIME_PHRASE.search(unquoted(request)))
 
 
-def unsupported(step: Step, tool: ToolDescriptor, request: str) -> list[str]:
+def unsupported(
+    step: Step, tool: ToolDescriptor, request: str, days: Sequence[str] = ()
+) -> list[str]:
     """The arguments of a first call whose values the request does not give: a number it
     does not state, a currency it names neither by code nor by name ("Swiss francs" is CHF),
     or a short text (three words at most) it does not contain (a file it names inside a folder
-    it names counts as contained, see `relative_paths`); and, when no value at all
+    it names counts as contained, see `relative_paths`; a day it names, one of `days`
+    (`Grounds.stated_days`), counts as written "2022-01-01" for "January 1, 2022" where a
+    parameter takes a date as plain text); and, when no value at all
     comes from the request, every argument. A longer text is the model's to compose (a query,
     a message): it comes from the request when it shares a word of five letters or more with
     it. A request in Chinese may name a city the model writes in English: its texts and
@@ -376,7 +385,12 @@ def unsupported(step: Step, tool: ToolDescriptor, request: str) -> list[str]:
         elif isinstance(value, str) and kind == "code3" and standard_codes(properties[name]):
             ok = lenient or _names_currency(lowered, value)
         elif isinstance(value, str) and kind == "text" and len(value.split()) <= 3:
-            ok = lenient or value.casefold() in lowered or value in relative_paths(request)
+            ok = (
+                lenient
+                or value.casefold() in lowered
+                or value in relative_paths(request)
+                or value in days
+            )
         elif isinstance(value, str) and kind == "text":
             given = given or lenient or bool(words & set(re.findall(r"\w{5,}", value.casefold())))
             continue
