@@ -87,7 +87,11 @@ RELATIVE_PATH = re.compile(
 _DOMAIN = re.compile(r"\.(?:com|org|net|io|dev|ai|co|edu|gov|uk|de|fr|eu)$", re.IGNORECASE)
 URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE)
 PATH_FIELD = re.compile(r"(path|file|dir|folder)", re.IGNORECASE)
-NUMBER = re.compile(r"(?<![\w.,:/-])[0-9]+(?:,[0-9]{3})*(?:\.[0-9]+)?(?![\w:/]|-[0-9]|[.,][0-9])")
+# Pieces of the number patterns: not inside a word, a decimal, a time, a path or a code ("v2",
+# "3.10.2", "10:30", "/a/5m", "C-20417"); and a number, as written in a value.
+_APART = r"(?<![\w.,:/-])"
+_AMOUNT = r"([0-9]+(?:\.[0-9]+)?)"
+NUMBER = re.compile(rf"{_APART}[0-9]+(?:,[0-9]{{3}})*(?:\.[0-9]+)?(?![\w:/]|-[0-9]|[.,][0-9])")
 
 
 Given = tuple[str, ...]  # a value the request gives, in each form a plan may use it
@@ -306,17 +310,17 @@ def stated_numbers(request: str, *, spoken: bool = True) -> set[float]:
     return digits | {value for values in spoken_numbers(rest) for value in values}
 
 
-# a number against its unit; an ordinal or a time of day ("the 3rd", "6pm") is a date's or a
-# time's, read by `ember.planner.dates` and `states_a_time`, and no amount
+# a number against its unit, not inside a colour ("#00FFFF"); an ordinal or a time of day ("the
+# 3rd", "6pm") is a date's or a time's, read by `ember.planner.dates` and `states_a_time`
 _GLUED = re.compile(
-    r"(?<![\w.,:/#-])([0-9]+(?:\.[0-9]+)?)(?!(?:st|nd|rd|th|am|pm)\b)([^\W\d_]+)", re.IGNORECASE
+    rf"(?<!#){_APART}{_AMOUNT}(?!(?:st|nd|rd|th|am|pm)\b)([^\W\d_]+)", re.IGNORECASE
 )
 _SCALES = {"k": 1e3, "K": 1e3, "M": 1e6, "bn": 1e9}
-_PERCENT = re.compile(r"(?<![\w.,:/-])([0-9]+(?:\.[0-9]+)?)\s*(?:%|percent\b|per cent\b)")
+_PERCENT = re.compile(rf"{_APART}{_AMOUNT}\s*(?:%|percent\b|per cent\b)")
 # a minus sign standing before a number ("-25", "[-1, 2]"), not a hyphen inside a code, a date
 # or a range ("C-20417", "2026-03-03", "10-15")
-_NEGATIVE = re.compile(r"(?<![\w.,:/-])-([0-9]+(?:\.[0-9]+)?)(?![\w:/]|[.,][0-9]|-[0-9])")
-_COMMA_RUN = re.compile(r"(?<![\w.,:/-])[0-9]+(?:,[0-9]+)+(?![\w.])")
+_NEGATIVE = re.compile(rf"{_APART}-{_AMOUNT}(?![\w:/]|[.,][0-9]|-[0-9])")
+_COMMA_RUN = re.compile(rf"{_APART}[0-9]+(?:,[0-9]+)+(?![\w.])")
 
 
 _TIME_PHRASE = re.compile(

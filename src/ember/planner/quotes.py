@@ -58,11 +58,12 @@ def unwrapped(text: str) -> str:
     """`text` without a pair of quotes around all of it, and the spaces just inside them,
     where neither quote is found inside (`"a" and "b"` is two quotes, not one around both);
     else `text` unchanged."""
-    inner = text.strip()[1:-1]
+    whole = text.strip()
+    inner = whole[1:-1]
     for opening, closing in (('"', '"'), ("'", "'"), *_PAIRS):
         if (
-            text.strip()[:1] == opening
-            and text.strip()[-1:] == closing
+            whole[:1] == opening
+            and whole[-1:] == closing
             and inner.strip()
             and opening not in inner
             and closing not in inner
