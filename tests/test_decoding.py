@@ -763,6 +763,21 @@ def test_a_number_given_counts_as_used_by_its_value() -> None:
     assert len(steps) == 1  # "8" is held by 2026-03-08
 
 
+def test_a_text_that_has_copied_a_quoted_sentence_whole_ends_there() -> None:
+    """The model ran on past the quote's end into plan syntax (`... 09:00. after 1`)."""
+    request = 'Email ann@example.com, subject "Freeze", body "No deploys until Monday 09:00."'
+    wish = (
+        '1. send_email(to="ann@example.com", subject="Freeze", '
+        'body="No deploys until Monday 09:00. after 1")\ndone'
+    )
+    assert plan(request, wish)[0].args["body"] == "No deploys until Monday 09:00."
+    ran_on = plan(request, wish, off=frozenset({"quote-ends"}))[0].args["body"]
+    assert ran_on == "No deploys until Monday 09:00. after 1"
+    # a quote that is no whole sentence may begin a longer text: "Freeze" is not cut
+    longer = plan(request, wish.replace('subject="Freeze"', 'subject="Freeze ahead"'))
+    assert longer[0].args["subject"] == "Freeze ahead"
+
+
 def test_a_quoted_text_counts_as_used_without_its_full_stop() -> None:
     request = "Write 'Demo project. Keep it.' to /projects/demo/README.txt"
     steps = plan(

@@ -105,6 +105,13 @@ def test_a_value_ends_at_its_closing_which_is_left_to_the_caller() -> None:
     assert request["grammar"] == 'root ::= "" [^"\\\\$\\x00-\\x1f]* (["] [^\\x00]*)?'
 
 
+def test_a_value_that_runs_on_past_a_whole_text_it_may_end_as_is_cut_there() -> None:
+    server = Server("All done. after 1")
+    cursor = _cursor(server, 'post(text="')
+    assert cursor.sample("text", b'"', 20, ends=["All done."]) == ("All done.", False)
+    assert cursor.text == 'post(text="All done.'
+
+
 def test_a_text_may_open_an_embedded_reference() -> None:
     server = Server(" Converted: {$")
     cursor = _cursor(server, 'send_email(body="')

@@ -34,6 +34,7 @@ from ember.errors import PlannerError
 from ember.plan import ITEM, ITEM_TOOL, Step, references, step_ref
 from ember.planner import grounding
 from ember.planner.compact import DONE, FOR_EACH, field_paths, json_type, list_paths, value_kind
+from ember.planner.quotes import quoted_texts
 from ember.tools.descriptor import ToolDescriptor
 
 if TYPE_CHECKING:  # numpy, which the vocabulary needs, is the embedded planner's extra
@@ -54,8 +55,10 @@ MAX_STEPS = 12
 # recipient's address offered to a tool that only reads (a lookup of the mail's recipient),
 # timers offered to a request that asks for no wait, a structured value (an object, a
 # list's object item) written as a literal instead of an earlier result, and a path given in
-# the wrong role (a file's name as a folder, a CSV ledger as a Markdown summary), and a first
-# step chosen again when the one the model wanted strongly cannot be grounded.
+# the wrong role (a file's name as a folder, a CSV ledger as a Markdown summary), a first
+# step chosen again when the one the model wanted strongly cannot be grounded, and a text
+# ended where it has copied a sentence the request quotes whole ("... 09:00." not "... 09:00.
+# after 1").
 RULES = (
     "push-bound",
     "schema",
@@ -74,6 +77,7 @@ RULES = (
     "object-items",
     "path-roles",
     "retry-first",
+    "quote-ends",
 )
 
 
@@ -136,6 +140,13 @@ class PlanDecoder:
         # Steps over lists are offered when the request asks for something done to each
         # (every, all, both, "the three files") of several things.
         self._each_asked = "for-each" not in off and grounding.asks_for_each(request)
+        # A text that has copied a quoted sentence whole is complete: the model ran on past
+        # such an end into plan syntax (`... until Monday 09:00. after 1`).
+        self._quote_ends = (
+            []
+            if "quote-ends" in off
+            else [q for q in quoted_texts(request) if q.endswith((".", "!", "?", "。", "！", "？"))]
+        )
 
     def decode(
         self,
@@ -596,7 +607,10 @@ class PlanDecoder:
         pending = list(must_use)
         text = ""
         for _ in range(_MAX_REFERENCES + len(pending) + 1):
-            chunk, opened = cursor.sample("text", b'"', _TEXT_TOKENS, openers=bool(embeddable))
+            ends = [end[len(text) :] for end in self._quote_ends if end.startswith(text)]
+            chunk, opened = cursor.sample(
+                "text", b'"', _TEXT_TOKENS, openers=bool(embeddable), ends=ends
+            )
             text += chunk
             cited = {ref.step for ref in references(text)}
             pending = [step for step in pending if step.id not in cited]

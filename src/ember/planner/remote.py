@@ -223,18 +223,25 @@ class ServerCursor:
         return (floor if a is None else a) - (floor if b is None else b)
 
     def sample(
-        self, kind: str, closing: bytes, limit: int, *, openers: bool = False
+        self,
+        kind: str,
+        closing: bytes,
+        limit: int,
+        *,
+        openers: bool = False,
+        ends: Sequence[str] = (),
     ) -> tuple[str, bool]:
         """A value of `kind`, greedily, until the model writes a byte of `closing` (a stop
         string: neither it nor what its token held after it is kept; the caller forces the
-        closing text) or, with `openers`, opens an embedded reference with `{` (kept)."""
+        closing text) or, with `openers`, opens an embedded reference with `{` (kept). A
+        value that runs on past one of `ends` (a whole text it is complete as) is cut there."""
         chars = _CLASSES["text_open" if openers and kind == "text" else kind]
         length = VALUE_LENGTHS.get(kind)
         body = f"{chars}{{0,{length}}}" if length else f"{chars}*"
         closers = "".join(_CLASS_ESCAPES.get(c, c) for c in closing.decode())
-        ends = [f"[{closers}] {_ANY}*"] + (['"{" "$"?'] if openers else [])
+        tails = [f"[{closers}] {_ANY}*"] + (['"{" "$"?'] if openers else [])
         head = self._heal(keep=closing.decode())
-        grammar = f"root ::= {gbnf_literal(head)} {body} ({' | '.join(ends)})?"
+        grammar = f"root ::= {gbnf_literal(head)} {body} ({' | '.join(tails)})?"
         stop = list(closing.decode())
         value = str(self._complete(limit, grammar=grammar, stop=stop).get("text") or "")
         cut = [value.index(c) for c in stop if c in value]
@@ -247,10 +254,12 @@ class ServerCursor:
                 f"{self._url} wrote {value!r}, which its grammar did not allow (a {kind} "
                 f"after {head!r}): does the server take a GBNF `grammar`? (llama.cpp's do)"
             )
+        body_text = value[len(head) :]
+        body_text = next((end for end in ends if body_text.startswith(end)), body_text)
+        value = head + body_text
         self.text += value
         self._written = len(self.text)
-        value = value[len(head) :]
-        return value, openers and value.endswith(("{", "{$"))
+        return body_text, openers and body_text.endswith(("{", "{$"))
 
 
 def post_json(client: Any) -> Callable[[str, dict[str, Any]], dict[str, Any]]:

@@ -93,7 +93,13 @@ class ContextCursor(Protocol):
         ...
 
     def sample(
-        self, kind: str, closing: bytes, limit: int, *, openers: bool = False
+        self,
+        kind: str,
+        closing: bytes,
+        limit: int,
+        *,
+        openers: bool = False,
+        ends: Sequence[str] = (),
     ) -> tuple[str, bool]:
         """A value of `kind` (see `Cursor.sample`), the text and whether it opened a reference."""
         ...
@@ -330,12 +336,20 @@ class Cursor:
         return best(first) - best(second)
 
     def sample(
-        self, kind: str, closing: bytes, limit: int, *, openers: bool = False
+        self,
+        kind: str,
+        closing: bytes,
+        limit: int,
+        *,
+        openers: bool = False,
+        ends: Sequence[str] = (),
     ) -> tuple[str, bool]:
         """A value of `kind`, greedily, until the model prefers a token that starts with one of
-        the bytes in `closing` (not taken: the caller forces the closing text) or, with
-        `openers`, a token that opens an embedded reference (taken). Returns the text and
+        the bytes in `closing` (not taken: the caller forces the closing text), or, with
+        `openers`, a token that opens an embedded reference (taken), or the value written so
+        far is one of `ends` (a whole text the value is complete as). Returns the text and
         whether a reference was opened."""
+        complete = {end.encode() for end in ends}
         head = self._heal()
         value = b""
         allowed = self.vocab.masks[kind] | self.vocab.masks["opener"] & openers
@@ -373,6 +387,8 @@ class Cursor:
                 break
             if verdict == "open":
                 opened = True
+                break
+            if value in complete:
                 break
         self.text = head
         return value.decode("utf-8", errors="replace"), opened
