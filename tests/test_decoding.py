@@ -1109,3 +1109,28 @@ def test_a_first_step_on_a_file_nobody_named_is_chosen_again() -> None:
     # the second choice must be one the request gives values for: a city nobody named is not
     junk = '1. read_file(path="notes.txt")\nget_weather(city="Lisbon", date="2026-03-03")\n'
     assert plan(request, junk, catalogue=weather) == []
+
+
+def test_a_later_step_that_cannot_be_grounded_is_chosen_again_while_a_given_is_unused() -> None:
+    """The model chose a chat message to "SRCH-77" for "comment on SRCH-77": the value fits
+    no parameter of that tool, so the step is chosen again among the others; the plan ends
+    there only when nothing the user gave is left unused, or with the rule off."""
+    request = "What's the weather in Oslo on 2026-03-05? Email it to ann@example.com"
+    wish = (
+        '1. get_weather(city="Oslo", date="2026-03-05")\n'
+        '2. write_file(path="/tmp/ann@example.com", content=$1.forecast)\n'
+        'send_email(to="ann@example.com", subject="Oslo", body=$1.forecast)\n'
+        "done"
+    )
+    steps = plan(request, wish)
+    assert [s.tool for s in steps] == ["get_weather", "send_email"]
+    assert steps[1].args["to"] == "ann@example.com"
+    assert [s.tool for s in plan(request, wish, off=frozenset({"retry-later"}))] == ["get_weather"]
+    # nothing given is left unused after the forecast: an ungrounded step still ends the plan
+    summary = "summarize_text(text=$1.forecast)\n"
+    wish = wish.replace(
+        'send_email(to="ann@example.com", subject="Oslo", body=$1.forecast)\n', summary
+    )
+    alone = plan("What's the weather in Oslo on 2026-03-05?", wish)
+    assert [s.tool for s in alone] == ["get_weather"]
+    # (with the gate gone, the summary would be chosen in the write's place)

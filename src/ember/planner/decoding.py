@@ -58,7 +58,8 @@ MAX_STEPS = 12
 # the wrong role (a file's name as a folder, a CSV ledger as a Markdown summary), a first
 # step chosen again when the one the model wanted strongly cannot be grounded, and a text
 # ended where it has copied a sentence the request quotes whole ("... 09:00." not "... 09:00.
-# after 1").
+# after 1"), and a later step chosen again when its values cannot be had while something the
+# user gave is still unused.
 RULES = (
     "push-bound",
     "schema",
@@ -78,6 +79,7 @@ RULES = (
     "path-roles",
     "retry-first",
     "quote-ends",
+    "retry-later",
 )
 
 
@@ -172,11 +174,13 @@ class PlanDecoder:
         pushed = 0  # steps in a row the plan was made to go on for that used nothing given
         # how the first choice is decided (see `_doubt`), where this plan starts one
         first = None if steps else self._doubt("1. ", DONE)
-        given_up: list[str] = []  # first tools chosen that could not be grounded
+        tried: dict[int, list[str]] = {}  # by step id: tools chosen that could not be grounded
         while len(steps) < min(max_steps, MAX_STEPS) + len(earlier):
             step_id = max((step.id for step in steps), default=0) + 1
             unused = self._unused(steps, {})
-            names = self._offered(steps, unused, failed, given_up)
+            passed = tried.setdefault(step_id, [])
+            # a first tool given up stays given up (`passed` is this step's)
+            names = self._offered(steps, unused, failed, [*tried.get(1, ()), *passed])
             # A plan begun leaves nothing the user gave unused (an address, a path, a code, a
             # number): small models stop before the last action ("... and email it to X").
             # While something is left that a tool could take, the plan goes on, for at most
@@ -187,14 +191,8 @@ class PlanDecoder:
             doubt = first if not steps else None
             if doubt == "abstain":
                 break  # no tool fits: the model's preference for a step is too weak
-            # A first step the model wants strongly on a file the request never names was the
-            # wrong tool (a file read for a text the request quotes): it is chosen again
-            # among the others, from here, rather than ending the plan before it began; the
-            # second choice is kept only if the request gives its values (as in doubt).
-            retry = (
-                doubt == "plan" and len(given_up) < _MAX_GIVEN_UP and "retry-first" not in self._off
-            )
-            mark = cursor.mark() if retry else None
+            again = self._chooses_again(steps, doubt, left, passed)
+            mark = cursor.mark() if again else None
             # A list in a result nothing uses yet may be gone through item by item.
             lists = [ref for ref, _ in self._lists(unused)] if self._each_asked else []
             calls = [f"{step_id}. {name}(" for name in names]
@@ -210,12 +208,13 @@ class PlanDecoder:
                 else:
                     step = self._each(step_id, lists[choice - len(names)], steps, unused)
             except _Ungrounded as ungrounded:
+                # (a first step is chosen again only for a path the request never names)
                 if (
                     mark is not None
                     and choice < len(names)
-                    and isinstance(ungrounded, _InventedPath)
+                    and (steps or isinstance(ungrounded, _InventedPath))
                 ):
-                    given_up.append(names[choice])
+                    passed.append(names[choice])
                     cursor.rewind(mark)
                     continue
                 break  # the step needs a value that neither the request nor a result has
@@ -223,13 +222,29 @@ class PlanDecoder:
                 break  # a repeated call: small models loop; a plan never needs one twice
             if grounding.reapplies(step, steps):
                 break  # the same call again on its own output: a loop (summary of a summary)
-            if self._doubted(step, doubt, given_up):
+            if self._doubted(step, doubt, passed):
                 break  # a weak preference, or a second choice, the request does not support
             steps.append(step)
             on_step(step)
             used_some = len(self._unused_givens(steps)) < len(left)
             pushed = 0 if can_end or used_some else pushed + 1
         return steps[len(earlier) :]
+
+    def _chooses_again(
+        self, steps: list[Step], doubt: str | None, left: Sequence[str], tried: Sequence[str]
+    ) -> bool:
+        """Whether the next step, if its values cannot be had, is chosen again among the other
+        tools (at most twice; `tried`: those given up for it so far) rather than ending the
+        plan. A first step the model wants strongly on a file the request never names was
+        the wrong tool (a file read for a text the request quotes; rule `retry-first`): the
+        second choice is kept only if the request gives its values, as in doubt. A later
+        step, while something the user gave is still unused (`left`), was the wrong tool for
+        it (a chat message to "SRCH-77" for "comment on SRCH-77"; rule `retry-later`)."""
+        if len(tried) >= _MAX_GIVEN_UP:
+            return False
+        if not steps:
+            return doubt == "plan" and "retry-first" not in self._off
+        return bool(left) and "retry-later" not in self._off
 
     def _offered(
         self,
