@@ -312,6 +312,29 @@ def test_a_request_typed_ahead_is_read_before_it_is_submitted() -> None:
 
 @pytest.mark.model
 @pytest.mark.skipif(_model_available() is not None, reason=str(_model_available()))
+def test_the_same_request_gets_the_same_plan_whatever_came_before_it() -> None:
+    """The cache may hold a request that starts as this one does, or another day's calendar:
+    read after them in other batches, the same tokens gave margins a few tenths apart, and a
+    set's plans depended on its order. Each request and each day's calendar is read whole."""
+    from ember.planner.llama import LlamaPlanner
+
+    planner = LlamaPlanner(prefix_cache=False, shapes=False)
+    request = "What's the weather in Lisbon on 2026-03-05 and the cheapest hotel there?"
+
+    def plan() -> tuple[list[Step], float | None, list[float]]:
+        steps = _plan(planner, request)
+        return steps, planner.last_margin, planner.last_end_margins
+
+    alone = plan()
+    _plan(planner, "What's the weather in Lisbon tomorrow?")  # the same first words
+    assert plan() == alone  # margins equal to the last bit, not only the plan
+    assert planner.reused_tokens == 0
+    _plan(planner, "What's the weather in Lisbon tomorrow?", today=date(2026, 4, 9))
+    assert plan() == alone  # the calendar of 2026-03-02 read again after another day's
+
+
+@pytest.mark.model
+@pytest.mark.skipif(_model_available() is not None, reason=str(_model_available()))
 def test_a_request_no_tool_fits_gets_an_empty_plan() -> None:
     """The default model prefers some tool for almost any request; how much it prefers one,
     and whether the request gives the values of the call it prefers, tell the requests no tool

@@ -136,8 +136,10 @@ class LlamaPlanner:
         closing included) is read again by the next prefill. Call it as the user types (it
         blocks while the model reads; from async code run it in a thread). Returns how many
         tokens it read. The cache holds one typed-ahead request: another session's prefill
-        replaces it, and `plan()` reuses what of it matches its own prompt, token by token, so
-        a prefill never changes a plan, only how soon it starts."""
+        replaces it, and `plan()` reuses what of it matches its own prompt, token by token.
+        The plan is the model's over the same tokens, read in other batches (a keystroke at a
+        time): its logits can differ in the last digits from a plan read whole, so a choice
+        between two near-equal options may go the other way."""
         with self._lock:
             llm = self._load()
             self._context_ready(llm, task)
@@ -183,9 +185,14 @@ class LlamaPlanner:
             path = self._prefix_file(text, base)
             if self.prefix_cache and path.is_file() and self._restore_prefix(llm, path, tokens):
                 return
-            if base is not None and common < len(llm.tokenize(base.encode(), special=True)):
-                self._prefix_ready(llm, base)
-                common = self._cached_tokens(llm, tokens)
+            if base is not None:
+                # The part after `base` is read whole, whatever the cache held of it (another
+                # day's calendar shares its start): the same tokens read in other batches give
+                # other logits, and a plan must not depend on the requests before it.
+                based = len(llm.tokenize(base.encode(), special=True))
+                if common < based:
+                    self._prefix_ready(llm, base)
+                common = min(self._cached_tokens(llm, tokens), based)
             llm.n_tokens = common  # llama.cpp drops the cache after it on the next eval
             progress = Progress(f"reading {len(tokens) - common} prompt tokens into the model")
             llm.eval(tokens[common:])
@@ -322,7 +329,11 @@ class LlamaPlanner:
             )
             tokens = llm.tokenize(prompt.encode(), add_bos=False, special=True)
             # What a prefill already read is skipped; the last token is read again for logits.
-            reused = self.reused_tokens = self._reuse_typed(llm, tokens[:-1])
+            # Without one, the request is read whole, even where it starts as the last one did:
+            # read in other batches, the same tokens give other logits (margins differ by
+            # tenths), and the same request must get the same plan whatever came before it.
+            typed = self.typed_session is not None
+            reused = self.reused_tokens = self._reuse_typed(llm, tokens[:-1]) if typed else 0
             try:
                 return decoder.decode(
                     tokens[reused:],
