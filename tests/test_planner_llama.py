@@ -50,6 +50,25 @@ def test_prompt_puts_the_catalogue_first_and_the_request_last() -> None:
     assert build_prefix(CATALOGUE) == prefix  # stable, so its KV cache can be reused
 
 
+def test_the_found_not_booked_example_is_shown_only_with_its_tools() -> None:
+    """Beside the booking example, one that finds a hotel and mails it without booking: shown
+    with the catalogue whose tools it uses, not among the syntax examples another catalogue
+    gets (its prefix, and so its plans, stay as they were)."""
+    from ember.tools.descriptor import ToolDescriptor
+
+    found = "Find the cheapest hotel in Madrid for 3 nights"
+    demo = build_prefix(CATALOGUE)
+    assert demo.index("Book the cheapest hotel in Berlin") < demo.index(found)
+    without = build_prefix(tuple(t for t in CATALOGUE if t.tool_name != "search_hotels"))
+    assert found not in without
+    ping = ToolDescriptor(
+        tool_name="ping", description="Ping a host.", parameters={"type": "object"}
+    )
+    other = build_prefix((ping,))  # every syntax example, before the tools
+    assert "Book the cheapest hotel in Berlin" in other
+    assert found not in other
+
+
 def test_stream_parser_yields_each_step_when_it_closes() -> None:
     text = (
         '{"steps":[{"id":1,"tool":"get_weather","args":{"city":"Par}is {x}","date":"2026-03-03"}},'

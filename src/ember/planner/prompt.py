@@ -70,6 +70,29 @@ items by index: $1.hotels.0.hotel_id); inside a text write {$N.field}.
 """
 _TOOLS_HEADING = "\nTools (name(arguments) -> result fields: what it does):\n"
 
+# Found, not booked: the booking example alone taught the model to book every cheapest hotel
+# it was asked to find ("find the cheapest hotel in each and email me"). Shown only with the
+# tools it uses: it teaches a distinction among them, not the syntax.
+_FOUND_NOT_BOOKED = (
+    "2026-01-12",
+    "Find the cheapest hotel in Madrid for 3 nights from Friday and email it to lee@example.com.",
+    [
+        {
+            "id": 1,
+            "tool": "search_hotels",
+            "args": {"city": "Madrid", "check_in": "2026-01-16", "nights": 3},
+        },
+        {
+            "id": 2,
+            "tool": "send_email",
+            "args": {
+                "to": "lee@example.com",
+                "subject": "Cheapest hotel in Madrid",
+                "body": "{$1.hotels.0.name}, {$1.hotels.0.price_per_night} a night.",
+            },
+        },
+    ],
+)
 _EXAMPLES = [
     (
         "2026-01-12",
@@ -108,6 +131,7 @@ _EXAMPLES = [
             },
         ],
     ),
+    _FOUND_NOT_BOOKED,
     (
         "2026-01-12",
         "What's the weather in Oslo and in Bergen this Saturday?",
@@ -180,9 +204,10 @@ def compact_system_text(catalogue: Sequence[ToolDescriptor]) -> str:
     # With none of the examples' tools, the examples still teach the syntax (the decoder only
     # lets the model name this catalogue's tools); without any, a small model writes `done`.
     # They come before the tools, so that their KV cache is shared by every such catalogue.
+    syntax = [example for example in _EXAMPLES if example is not _FOUND_NOT_BOOKED]
     return (
         f"{_COMPACT_SYSTEM}\nExamples, from a catalogue with other tools:\n"
-        f"{_shots(_EXAMPLES)}\n{_TOOLS_HEADING}{tools}"
+        f"{_shots(syntax)}\n{_TOOLS_HEADING}{tools}"
     )
 
 
