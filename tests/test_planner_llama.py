@@ -27,6 +27,7 @@ from ember.planner.prompt import (
     signature,
 )
 from ember.tools.demo import demo_catalog
+from ember.tools.descriptor import ToolDescriptor
 
 from .conftest import shared_file
 
@@ -54,8 +55,6 @@ def test_the_found_not_booked_example_is_shown_only_with_its_tools() -> None:
     """Beside the booking example, one that finds a hotel and mails it without booking: shown
     with the catalogue whose tools it uses, not among the syntax examples another catalogue
     gets (its prefix, and so its plans, stay as they were)."""
-    from ember.tools.descriptor import ToolDescriptor
-
     found = "Find the cheapest hotel in Madrid for 3 nights"
     demo = build_prefix(CATALOGUE)
     assert demo.index("Book the cheapest hotel in Berlin") < demo.index(found)

@@ -177,8 +177,9 @@ class LlamaPlanner:
     def _prefix_ready(self, llm: Any, text: str, *, base: str | None = None) -> None:
         """Put `text` in the KV cache: already there, restored from the disk cache (keyed by
         model file, text and context size), or evaluated and saved there. Only what differs
-        from the tokens already cached is evaluated; if `base` (a start of `text`) is not
-        cached, it is made ready first, from the disk or by evaluating it."""
+        from the tokens already cached is evaluated; if `base` (a start of `text`) is given,
+        it is made ready first (from the cache, the disk or by evaluating it) and the rest of
+        `text` is evaluated whole after it."""
         tokens = llm.tokenize(text.encode(), special=True)
         common = self._cached_tokens(llm, tokens)
         if common < len(tokens):

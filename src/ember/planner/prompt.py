@@ -156,6 +156,10 @@ _EXAMPLES = [
     ),
     ("2026-01-12", "Order a pizza to my office.", []),
 ]
+# The examples that teach the syntax: those a catalogue with other tools is shown, and two of
+# which a catalogue must have the tools of to be shown its own. An example that teaches a
+# distinction among the demo tools only adds to a prompt that shows them.
+_SYNTAX_EXAMPLES = [example for example in _EXAMPLES if example is not _FOUND_NOT_BOOKED]
 
 
 def signature(tool: ToolDescriptor) -> str:
@@ -199,15 +203,14 @@ def compact_system_text(catalogue: Sequence[ToolDescriptor]) -> str:
     tools = "\n".join(signature(tool) for tool in catalogue)
     known = {tool.tool_name for tool in catalogue}
     fitting = [e for e in _EXAMPLES if all(step["tool"] in known for step in e[2])]
-    if len(fitting) > 1:
+    if len([e for e in fitting if e in _SYNTAX_EXAMPLES]) > 1:
         return f"{_COMPACT_SYSTEM}{_TOOLS_HEADING}{tools}\n\nExamples:\n{_shots(fitting)}"
     # With none of the examples' tools, the examples still teach the syntax (the decoder only
     # lets the model name this catalogue's tools); without any, a small model writes `done`.
     # They come before the tools, so that their KV cache is shared by every such catalogue.
-    syntax = [example for example in _EXAMPLES if example is not _FOUND_NOT_BOOKED]
     return (
         f"{_COMPACT_SYSTEM}\nExamples, from a catalogue with other tools:\n"
-        f"{_shots(syntax)}\n{_TOOLS_HEADING}{tools}"
+        f"{_shots(_SYNTAX_EXAMPLES)}\n{_TOOLS_HEADING}{tools}"
     )
 
 
