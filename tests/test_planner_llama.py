@@ -23,6 +23,7 @@ from ember.planner.prompt import (
     build_dated,
     build_prefix,
     build_request,
+    build_shared_head,
     calendar_text,
     signature,
 )
@@ -158,20 +159,25 @@ def test_todays_line_cached_apart_reads_as_the_same_tokens_as_the_whole_prompt()
         assert apart == whole, request
 
 
-@pytest.mark.model
-def _plan(planner: Any, request: str, today: date = date(2026, 3, 2)) -> list[Step]:
-    """The steps `planner` plans for `request` over the demo catalogue."""
+def _plan(
+    planner: Any,
+    request: str,
+    today: date = date(2026, 3, 2),
+    catalogue: tuple[ToolDescriptor, ...] = CATALOGUE,
+) -> list[Step]:
+    """The steps `planner` plans for `request` over `catalogue` (the demo one by default)."""
     import asyncio
 
     from ember.planner.base import PlanningTask
 
     async def collect() -> list[Step]:
-        task = PlanningTask(request, today, CATALOGUE)
+        task = PlanningTask(request, today, catalogue)
         return [step async for step in planner.plan(task) if isinstance(step, Step)]
 
     return asyncio.run(collect())
 
 
+@pytest.mark.model
 @pytest.mark.skipif(_model_available() is not None, reason=str(_model_available()))
 def test_embedded_model_answers_a_single_tool_request(ember_env: dict[str, str]) -> None:
     """The README's first command, for real: the shipped model plans, the demo tool runs."""
@@ -349,6 +355,59 @@ def test_the_same_request_gets_the_same_plan_whatever_came_before_it() -> None:
     assert planner.reused_tokens == 0
     _plan(planner, "What's the weather in Lisbon tomorrow?", today=date(2026, 4, 9))
     assert plan() == alone  # the calendar of 2026-03-02 read again after another day's
+
+
+def _tool(name: str, description: str, **params: str) -> ToolDescriptor:
+    properties = {param: {"type": kind} for param, kind in params.items()}
+    schema = {"type": "object", "properties": properties, "required": list(params)}
+    return ToolDescriptor(tool_name=name, description=description, parameters=schema)
+
+
+STOCKS = (
+    _tool("get_stock_price", "The last traded price of a stock.", symbol="string"),
+    _tool("post_message", "Post a message to a chat channel.", channel="string", text="string"),
+)
+# The same catalogue but for its last words: read on from where the two differ, a few tokens
+# in a batch of their own, the tools gave margins 7.46 and 7.55 and two plans.
+ROOMS = (
+    STOCKS[0],
+    _tool("post_message", "Post a message to a chat room.", channel="string", text="string"),
+)
+
+
+def test_catalogues_without_the_examples_tools_share_the_start_of_their_prompt() -> None:
+    """Such a catalogue is shown the syntax examples before its tools: that start is the same
+    for all of them (read once, then each catalogue's tools after it); the demo catalogue,
+    shown its own examples after its tools, has none."""
+    head = build_shared_head(STOCKS)
+    assert head == build_shared_head(ROOMS)
+    assert build_prefix(STOCKS).startswith(head)
+    assert build_prefix(STOCKS)[len(head) :].startswith("get_stock_price(symbol: string)")
+    assert "Book the cheapest hotel in Berlin" in head
+    assert build_shared_head(CATALOGUE) == ""
+
+
+@pytest.mark.model
+@pytest.mark.skipif(_model_available() is not None, reason=str(_model_available()))
+def test_the_same_request_gets_the_same_plan_whatever_catalogue_came_before_it() -> None:
+    """A catalogue's tools are read whole after the prompt's shared start, never on from where
+    the previous catalogue's differ: BFCL gives every entry its own catalogue, and a run's
+    score depended on its entries' order."""
+    from ember.planner.llama import LlamaPlanner
+
+    planner = LlamaPlanner(prefix_cache=False, shapes=False)
+    request = "What is the stock price of ACME? Post it to #markets."
+
+    def plan() -> tuple[list[Step], float | None, list[float]]:
+        steps = _plan(planner, request, catalogue=STOCKS)
+        return steps, planner.last_margin, planner.last_end_margins
+
+    alone = plan()
+    assert [step.tool for step in alone[0]][:1] == ["get_stock_price"]
+    _plan(planner, "What is the stock price of ACME?", catalogue=ROOMS)
+    assert plan() == alone  # margins equal to the last bit, not only the plan
+    _plan(planner, "What's the weather in Oslo tomorrow?")  # the demo catalogue's prompt
+    assert plan() == alone
 
 
 @pytest.mark.model

@@ -25,7 +25,13 @@ from ember.planner.base import AnswerTask, FirstToken, PlanEvent, PlanningTask, 
 from ember.planner.decoding import MAX_STEPS, PlanDecoder, check_rules
 from ember.planner.grounding import Grounds
 from ember.planner.models import cache_dir, resolve_model, shipped_model
-from ember.planner.prompt import build_dated, build_prefix, build_request, build_round
+from ember.planner.prompt import (
+    build_dated,
+    build_prefix,
+    build_request,
+    build_round,
+    build_shared_head,
+)
 from ember.planner.shapes import Shape, ShapeCache, shape_of
 from ember.planner.vocabulary import VOCABULARY_FORMAT, Cursor, Logits, Vocabulary
 from ember.progress import Progress
@@ -172,27 +178,30 @@ class LlamaPlanner:
         """Leave exactly the prompt's prefix and dated part in the KV cache, so the request is
         evaluated right after them."""
         prefix = build_prefix(task.catalogue)
-        self._prefix_ready(llm, prefix + build_dated(task.today), base=prefix)
+        head = build_shared_head(task.catalogue)
+        starts = [part for part in (head, prefix) if part]
+        self._prefix_ready(llm, [*starts, prefix + build_dated(task.today)], daily=True)
 
-    def _prefix_ready(self, llm: Any, text: str, *, base: str | None = None) -> None:
-        """Put `text` in the KV cache: already there, restored from the disk cache (keyed by
-        model file, text and context size), or evaluated and saved there. Only what differs
-        from the tokens already cached is evaluated; if `base` (a start of `text`) is given,
-        it is made ready first (from the cache, the disk or by evaluating it) and the rest of
-        `text` is evaluated whole after it."""
+    def _prefix_ready(self, llm: Any, starts: Sequence[str], *, daily: bool = False) -> None:
+        """Put `starts[-1]` in the KV cache, each of `starts` (each a start of the next) read
+        whole after the one before it and the first from the prompt's start: the same tokens
+        read in other batches give other logits, and a plan must depend neither on the
+        requests nor on the catalogues before it. A state already in the cache is kept, and a
+        state read once is saved to the disk cache (keyed by model file, `starts` and context
+        size) and restored from it by later processes; a `daily` one (the calendar after the
+        prefix) replaces there the other days' states of the same prefix."""
+        text = starts[-1]
         tokens = llm.tokenize(text.encode(), special=True)
         common = self._cached_tokens(llm, tokens)
         if common < len(tokens):
-            path = self._prefix_file(text, base)
+            base = starts[-2] if len(starts) > 1 else None
+            path = self._prefix_file(starts, daily=daily)
             if self.prefix_cache and path.is_file() and self._restore_prefix(llm, path, tokens):
                 return
+            common = 0
             if base is not None:
-                # The part after `base` is read whole, whatever the cache held of it (another
-                # day's calendar shares its start): the same tokens read in other batches give
-                # other logits, and a plan must not depend on the requests before it.
                 based = len(llm.tokenize(base.encode(), special=True))
-                if common < based:
-                    self._prefix_ready(llm, base)
+                self._prefix_ready(llm, starts[:-1])
                 common = min(self._cached_tokens(llm, tokens), based)
             llm.n_tokens = common  # llama.cpp drops the cache after it on the next eval
             progress = Progress(f"reading {len(tokens) - common} prompt tokens into the model")
@@ -217,13 +226,13 @@ class LlamaPlanner:
         key = hashlib.sha256("\x1f".join([*model, *parts]).encode()).hexdigest()[:24]
         return cache_dir() / kind / f"{key}{suffix}"
 
-    def _prefix_file(self, text: str, base: str | None = None) -> Path:
-        """The saved state of `text`. States that extend the same `base` (one a day: the
-        calendar) share a name's start, so saving one removes the others."""
-        path = self._cache_file("prefix", ".kv", str(self._n_ctx), text)
-        if base is None:
+    def _prefix_file(self, starts: Sequence[str], *, daily: bool = False) -> Path:
+        """The saved state of `starts[-1]` read as `_prefix_ready` reads `starts`. The states
+        of one prefix's days share a name's start, so saving one removes the others."""
+        path = self._cache_file("prefix", ".kv", str(self._n_ctx), *starts)
+        if not daily:
             return path
-        family = self._cache_file("prefix", "", str(self._n_ctx), base).name
+        family = self._cache_file("prefix", "", str(self._n_ctx), *starts[:-1]).name
         return path.with_name(f"{family}-{path.name}")
 
     def _save_prefix(self, llm: Any, path: Path, tokens: list[int]) -> None:

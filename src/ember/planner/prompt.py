@@ -9,6 +9,7 @@ get the JSON plan format instead, with `plan_schema` to constrain their output.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from datetime import date, timedelta
@@ -29,6 +30,7 @@ __all__ = [
     "build_prefix",
     "build_request",
     "build_round",
+    "build_shared_head",
     "calendar_text",
     "compact_system_text",
     "plan_schema",
@@ -201,16 +203,29 @@ def system_text(catalogue: Sequence[ToolDescriptor]) -> str:
 def compact_system_text(catalogue: Sequence[ToolDescriptor]) -> str:
     """The system message for plans in the compact syntax (`ember.planner.compact`)."""
     tools = "\n".join(signature(tool) for tool in catalogue)
-    known = {tool.tool_name for tool in catalogue}
-    fitting = [e for e in _EXAMPLES if all(step["tool"] in known for step in e[2])]
-    if len([e for e in fitting if e in _SYNTAX_EXAMPLES]) > 1:
+    if _shows_own_examples(catalogue):
+        known = {tool.tool_name for tool in catalogue}
+        fitting = [e for e in _EXAMPLES if all(step["tool"] in known for step in e[2])]
         return f"{_COMPACT_SYSTEM}{_TOOLS_HEADING}{tools}\n\nExamples:\n{_shots(fitting)}"
-    # With none of the examples' tools, the examples still teach the syntax (the decoder only
-    # lets the model name this catalogue's tools); without any, a small model writes `done`.
-    # They come before the tools, so that their KV cache is shared by every such catalogue.
+    return f"{_shared_system()}{tools}"
+
+
+def _shows_own_examples(catalogue: Sequence[ToolDescriptor]) -> bool:
+    """Whether the catalogue has the tools of more than one syntax example, so that the
+    prompt shows the examples it has the tools of, after its tools."""
+    known = {tool.tool_name for tool in catalogue}
+    return sum(all(step["tool"] in known for step in e[2]) for e in _SYNTAX_EXAMPLES) > 1
+
+
+@functools.cache
+def _shared_system() -> str:
+    """The system message's start for a catalogue without the examples' tools. The examples
+    still teach the syntax (the decoder only lets the model name this catalogue's tools);
+    without any, a small model writes `done`. They come before the tools, so that every such
+    catalogue's prompt starts with the same text."""
     return (
         f"{_COMPACT_SYSTEM}\nExamples, from a catalogue with other tools:\n"
-        f"{_shots(_SYNTAX_EXAMPLES)}\n{_TOOLS_HEADING}{tools}"
+        f"{_shots(_SYNTAX_EXAMPLES)}\n{_TOOLS_HEADING}"
     )
 
 
@@ -245,6 +260,14 @@ def build_prefix(catalogue: Sequence[ToolDescriptor]) -> str:
     """The fixed start of every prompt (ChatML): the system message's instructions, catalogue and
     examples. The same for every request, so its KV cache is computed once (and saved to disk)."""
     return f"<|im_start|>system\n{compact_system_text(catalogue)}"
+
+
+def build_shared_head(catalogue: Sequence[ToolDescriptor]) -> str:
+    """The start of `build_prefix(catalogue)` that does not depend on the catalogue's tools:
+    the instructions and the syntax examples, where they come before the tools (a catalogue
+    without the examples' tools); "" where the catalogue is shown its own examples. Its KV
+    cache is shared by every such catalogue, and each catalogue's tools are read after it."""
+    return "" if _shows_own_examples(catalogue) else f"<|im_start|>system\n{_shared_system()}"
 
 
 def calendar_text(today: date) -> str:
