@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -126,10 +126,11 @@ def plan(
     prompt_extra: str = "",
     failed: Sequence[Step] = (),
     off: frozenset[str] = frozenset(),
+    on_step: Callable[[Step], None] = lambda _: None,
 ) -> list[Step]:
     """The steps the decoder lets a model that wishes `wish` write for `request` (after
     `earlier` steps, which the wish repeats, in a round of planning on; `failed`: calls that
-    failed before it; `off`: rules switched off)."""
+    failed before it; `off`: rules switched off; `on_step`: gets each step handed on)."""
     model = WishfulModel(wish)
     decoder = PlanDecoder(
         Cursor(model, model.vocab),
@@ -141,7 +142,7 @@ def plan(
     )
     so_far = "".join(f"{render_step(step)}\n" for step in earlier)
     prompt = f"Request: {request}\n{prompt_extra}{PLAN}{so_far}"
-    return decoder.decode(prompt, on_step=lambda _: None, earlier=earlier, failed=failed)
+    return decoder.decode(prompt, on_step=on_step, earlier=earlier, failed=failed)
 
 
 def test_a_plan_whose_every_value_is_grounded_is_written_as_the_model_prefers() -> None:
@@ -335,6 +336,34 @@ def test_in_doubt_a_first_call_is_kept_only_if_the_request_names_its_tool() -> N
     assert [step.tool for step in exports] == ["list_files"]  # a path it takes
     confident = plan(*roots, abstain=(-100.0, -50.0))  # above the band: no check
     assert [step.tool for step in confident] == ["summarize_text"]
+
+
+def test_in_doubt_an_unnamed_first_call_is_kept_if_a_named_step_uses_its_result() -> None:
+    """The lookup a request implies without naming it: "customer" is never said, but the
+    mail the request asks for goes to the address the lookup finds. Held until then, the
+    lookup is handed on (to the executor) with the mail; alone, it is dropped as before,
+    never handed on; with the rule off, too."""
+    doubtful = (-50.0, 50.0)  # every first choice is in the band
+    request = "Email C-20417 that their order has shipped"
+    lookup = '1. lookup_customer(customer_id="C-20417")\n'
+    mail = '2. send_email(to=$1.email, subject="Shipped", body="Your order has shipped.")\n'
+    handed: list[str] = []
+    steps = plan(
+        request, f"{lookup}{mail}done", abstain=doubtful, on_step=lambda s: handed.append(s.tool)
+    )
+    assert handed == ["lookup_customer", "send_email"]
+    assert [(s.tool, s.args.get("to")) for s in steps] == [
+        ("lookup_customer", None),
+        ("send_email", "$1.email"),
+    ]
+    handed.clear()  # held, the lookup is handed to no one: it never runs
+    assert (
+        plan(request, f"{lookup}done", abstain=doubtful, on_step=lambda s: handed.append(s.tool))
+        == []
+    )
+    assert handed == []
+    off = plan(request, f"{lookup}{mail}done", abstain=doubtful, off=frozenset({"feeds-named"}))
+    assert off == []
 
 
 def test_a_tool_is_named_by_its_name_its_result_or_a_value_only_some_tools_take() -> None:
@@ -1061,7 +1090,8 @@ def test_a_timer_is_offered_only_to_a_request_that_asks_to_wait() -> None:
     kept = [s.tool for s in plan(asked, wish, catalogue=PACKS)]
     assert kept[0] == "docs_invoice_batch"
     assert "sleep" not in kept  # (this fake model then writes whatever starts with "s")
-    off = plan(asked, wish, catalogue=PACKS, off=frozenset({"waits"}))
+    # (a wait nobody named after all that was asked is also a step `named-later` gives up)
+    off = plan(asked, wish, catalogue=PACKS, off=frozenset({"waits", "named-later"}))
     assert [s.tool for s in off] == ["docs_invoice_batch", "sleep"]
     delayed = "Wait 10 seconds, then book the invoices in in/ into out/ledger.csv"
     first = plan(delayed, "1. sleep(seconds=10)\n" + batch.replace("1.", "2.") + "done",
@@ -1134,3 +1164,27 @@ def test_a_later_step_that_cannot_be_grounded_is_chosen_again_while_a_given_is_u
     alone = plan("What's the weather in Oslo on 2026-03-05?", wish)
     assert [s.tool for s in alone] == ["get_weather"]
     # (with the gate gone, the summary would be chosen in the write's place)
+
+
+def test_a_lookup_nobody_named_after_all_that_was_asked_is_chosen_again() -> None:
+    """When every value the user gave is used, a further lookup must be one the request names:
+    a database query nobody asked for after the mail is given up and the plan ends (`done` is
+    the model's next choice); asked for, it is kept; with the rule off, the model's wish is."""
+    request = "Email /srv/q1.txt to ann@example.com"
+    wish = (
+        '1. read_file(path="/srv/q1.txt")\n'
+        '2. send_email(to="ann@example.com", subject="Q1", body=$1.content)\n'
+        '3. query_sql(sql="SELECT 1")\n'
+        "done"
+    )
+    assert [s.tool for s in plan(request, wish)] == ["read_file", "send_email"]
+    off = plan(request, wish, off=frozenset({"named-later"}))
+    assert [s.tool for s in off] == ["read_file", "send_email", "query_sql"]
+    asked = plan("Email /srv/q1.txt to ann@example.com, then run an SQL query", wish)
+    assert [s.tool for s in asked] == ["read_file", "send_email", "query_sql"]
+    # a step that acts is not a lookup: the rule leaves it to the others
+    write = wish.replace(
+        '3. query_sql(sql="SELECT 1")',
+        '3. write_file(path="/srv/q1.txt", content=$1.content)',
+    )
+    assert [s.tool for s in plan(request, write)] == ["read_file", "send_email", "write_file"]

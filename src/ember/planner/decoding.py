@@ -58,8 +58,10 @@ MAX_STEPS = 12
 # the wrong role (a file's name as a folder, a CSV ledger as a Markdown summary), a first
 # step chosen again when the one the model wanted strongly cannot be grounded, and a text
 # ended where it has copied a sentence the request quotes whole ("... 09:00." not "... 09:00.
-# after 1"), and a later step chosen again when its values cannot be had while something the
-# user gave is still unused.
+# after 1"), a later step chosen again when its values cannot be had while something the
+# user gave is still unused, a later step chosen again (or the plan ended) when nothing
+# the user gave is left and the request does not name its tool, and a first call in doubt
+# whose tool the request does not name kept if a step the request names uses its result.
 RULES = (
     "push-bound",
     "schema",
@@ -80,6 +82,8 @@ RULES = (
     "retry-first",
     "quote-ends",
     "retry-later",
+    "named-later",
+    "feeds-named",
 )
 
 
@@ -175,6 +179,7 @@ class PlanDecoder:
         # how the first choice is decided (see `_doubt`), where this plan starts one
         first = None if steps else self._doubt("1. ", DONE)
         tried: dict[int, list[str]] = {}  # by step id: tools chosen that could not be grounded
+        held: Step | None = None  # a first call in doubt, until a named step uses its result
         while len(steps) < min(max_steps, MAX_STEPS) + len(earlier):
             step_id = max((step.id for step in steps), default=0) + 1
             unused = self._unused(steps, {})
@@ -208,27 +213,72 @@ class PlanDecoder:
                 else:
                     step = self._each(step_id, lists[choice - len(names)], steps, unused)
             except _Ungrounded as ungrounded:
-                # (a first step is chosen again only for a path the request never names)
+                # (a first step is chosen again only for a path the request never names, a
+                # later one only while something the user gave is unused)
                 if (
                     mark is not None
                     and choice < len(names)
-                    and (steps or isinstance(ungrounded, _InventedPath))
+                    and (bool(left) if steps else isinstance(ungrounded, _InventedPath))
                 ):
-                    passed.append(names[choice])
-                    cursor.rewind(mark)
+                    self._give_up(names[choice], passed, mark)
                     continue
                 break  # the step needs a value that neither the request nor a result has
-            if any(step.tool == s.tool and step.args == s.args for s in [*steps, *failed]):
-                break  # a repeated call: small models loop; a plan never needs one twice
-            if grounding.reapplies(step, steps):
-                break  # the same call again on its own output: a loop (summary of a summary)
-            if self._doubted(step, doubt, passed):
-                break  # a weak preference, or a second choice, the request does not support
+            verdict = self._verdict(
+                step, steps, failed=failed, doubt=doubt, passed=passed, left=left
+            )
+            if verdict == "again" and mark is not None:
+                self._give_up(step.tool, passed, mark)
+                continue
+            if verdict not in ("keep", "hold"):
+                break
             steps.append(step)
-            on_step(step)
+            held = self._emit(steps, held if verdict == "keep" else step, on_step)
             used_some = len(self._unused_givens(steps)) < len(left)
             pushed = 0 if can_end or used_some else pushed + 1
-        return steps[len(earlier) :]
+        # a first call held in doubt that no step the request names used: no tool fits
+        return steps[len(earlier) :] if held is None else []
+
+    def _emit(
+        self, steps: list[Step], held: Step | None, on_step: Callable[[Step], None]
+    ) -> Step | None:
+        """Hand the step just added to `on_step`, unless a first call in doubt is `held`
+        (`_feeds_named`): then the steps wait until one the request names uses its result, and
+        go together. Returns the call still held, if any."""
+        if held is not None and (held is steps[-1] or not self._feeds_named(steps[-1], held)):
+            return held
+        for step in steps[steps.index(held) if held is not None else -1 :]:
+            on_step(step)
+        return None
+
+    def _give_up(self, tool: str, passed: list[str], mark: object) -> None:
+        """Give tool `tool` up for this step and go back to choose the step again."""
+        passed.append(tool)
+        self._cursor.rewind(mark)
+
+    def _verdict(
+        self,
+        step: Step,
+        steps: list[Step],
+        *,
+        failed: Sequence[Step],
+        doubt: str | None,
+        passed: Sequence[str],
+        left: Sequence[str],
+    ) -> str:
+        """What becomes of a step just decoded: "keep" it, choose the step "again" (where the
+        decoder may), or "end" the plan before it."""
+        if any(step.tool == s.tool and step.args == s.args for s in [*steps, *failed]):
+            return "end"  # a repeated call: small models loop; a plan never needs one twice
+        if grounding.reapplies(step, steps):
+            return "end"  # the same call again on its own output (a summary of a summary)
+        doubted = self._doubted(step, doubt, passed)
+        if doubted == "unnamed" and "feeds-named" not in self._off:
+            return "hold"  # kept only if a step the request names uses its result
+        if doubted:
+            return "end"  # a weak preference, or a second choice, the request does not support
+        if steps and not left and self._unnamed(step, steps):
+            return "again"  # a step nobody asked for, after all that was asked
+        return "keep"
 
     def _chooses_again(
         self, steps: list[Step], doubt: str | None, left: Sequence[str], tried: Sequence[str]
@@ -239,12 +289,15 @@ class PlanDecoder:
         the wrong tool (a file read for a text the request quotes; rule `retry-first`): the
         second choice is kept only if the request gives its values, as in doubt. A later
         step, while something the user gave is still unused (`left`), was the wrong tool for
-        it (a chat message to "SRCH-77" for "comment on SRCH-77"; rule `retry-later`)."""
+        it (a chat message to "SRCH-77" for "comment on SRCH-77"; rule `retry-later`); one
+        made when nothing is left, if the request does not name its tool (`_unnamed`)."""
         if len(tried) >= _MAX_GIVEN_UP:
             return False
         if not steps:
             return doubt == "plan" and "retry-first" not in self._off
-        return bool(left) and "retry-later" not in self._off
+        if not left:  # a step the request does not name is chosen again (`_unnamed`)
+            return "named-later" not in self._off
+        return "retry-later" not in self._off
 
     def _offered(
         self,
@@ -337,23 +390,56 @@ class PlanDecoder:
             return "abstain"
         return "check" if self.first_margin < high else "plan"
 
-    def _doubted(self, step: Step, doubt: str | None, given_up: Sequence[str]) -> bool:
-        """Whether a first call made in doubt, or chosen again after a first tool was given
-        up, is dropped: the request does not give its values (`grounding.unsupported`), or,
-        in doubt, does not name its tool (`grounding.names_tool`)."""
+    def _doubted(self, step: Step, doubt: str | None, given_up: Sequence[str]) -> str | None:
+        """Why a first call made in doubt, or chosen again after a first tool was given up, is
+        dropped, if it is: the request does not give its values ("unsupported":
+        `grounding.unsupported`), or, in doubt, does not name its tool ("unnamed":
+        `grounding.names_tool`)."""
         if doubt is None or (doubt != "check" and not given_up):
-            return False
+            return None
         tool = self._tools[step.tool]
         days = self._grounds.stated_days
         if "doubt-check" not in self._off and grounding.unsupported(
             step, tool, self._request, days
         ):
-            return True
-        return (
+            return "unsupported"
+        if (
             doubt == "check"
             and "names-tool" not in self._off
             and not grounding.names_tool(step, tool, self._request, days)
+        ):
+            return "unnamed"
+        return None
+
+    def _feeds_named(self, step: Step, first: Step) -> bool:
+        """Whether `step`, of another tool, uses the result of `first` (a first call in doubt
+        whose tool the request does not name) and the request names its tool: then `first` is
+        the lookup it needs ("Look up Dev Patel and show me his open pull requests": the
+        person found, then the pull requests by the address found; rule `feeds-named`)."""
+        if step.tool == first.tool:
+            return False  # the same call for another thing: no more named than the first
+        uses = any(ref.step == first.id for ref in references(step.args)) or (
+            step.each is not None and step.each.startswith(f"${first.id}")
         )
+        tool = self._tools[step.tool]
+        days = self._grounds.stated_days
+        return uses and grounding.names_tool(step, tool, self._request, days)
+
+    def _unnamed(self, step: Step, earlier: Sequence[Step]) -> bool:
+        """Whether a later step, made when all the user gave is used, is a lookup (a tool not
+        known to act) that no earlier step made and the request does not name
+        (`grounding.names_tool`; rule `named-later`). The model's wish to go on is strong (+4
+        to +12 logits over `done`): after all that was asked it adds lookups nobody asked for
+        (an on-call lookup before a deploy, a person looked up for a result's address, a
+        metric after the answer). A lookup a request implies but does not name comes before
+        what it names, while a value the request gave is still unused; the same lookup again
+        for another thing ("the weather in Oslo and in Bergen") is the request's."""
+        tool = self._tools[step.tool]
+        if "named-later" in self._off or tool.read_only is False:
+            return False
+        if any(other.tool == step.tool for other in earlier):
+            return False
+        return not grounding.names_tool(step, tool, self._request, self._grounds.stated_days)
 
     def _unused_givens(self, steps: list[Step]) -> list[str]:
         """What the user gave (see `grounding.givens`) that no step's arguments hold yet, each
