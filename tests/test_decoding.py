@@ -364,6 +364,13 @@ def test_in_doubt_an_unnamed_first_call_is_kept_if_a_named_step_uses_its_result(
     assert handed == []
     off = plan(request, f"{lookup}{mail}done", abstain=doubtful, off=frozenset({"feeds-named"}))
     assert off == []
+    # only the next step may use it: a lookup held while the model writes on is not judged
+    # at the end of a plan no tool fits, after every pass it cost
+    later = "Email C-20417 that their order has shipped and put it in my calendar on 2026-03-05"
+    event = '2. create_calendar_event(title="Shipped", date="2026-03-05")\n'
+    wish = f"{lookup}{event}{mail.replace('2.', '3.')}done"
+    assert plan(later, wish, abstain=doubtful) == []
+    assert len(plan(later, wish, abstain=doubtful, off=frozenset({"names-tool"}))) == 3
 
 
 def test_a_tool_is_named_by_its_name_its_result_or_a_value_only_some_tools_take() -> None:

@@ -61,7 +61,7 @@ MAX_STEPS = 12
 # after 1"), a later step chosen again when its values cannot be had while something the
 # user gave is still unused, a later step chosen again (or the plan ended) when nothing
 # the user gave is left and the request does not name its tool, and a first call in doubt
-# whose tool the request does not name kept if a step the request names uses its result.
+# whose tool the request does not name kept if the next step, named, uses its result.
 RULES = (
     "push-bound",
     "schema",
@@ -179,7 +179,7 @@ class PlanDecoder:
         # how the first choice is decided (see `_doubt`), where this plan starts one
         first = None if steps else self._doubt("1. ", DONE)
         tried: dict[int, list[str]] = {}  # by step id: tools chosen that could not be grounded
-        held: Step | None = None  # a first call in doubt, until a named step uses its result
+        held: Step | None = None  # a first call in doubt, until the next step uses its result
         while len(steps) < min(max_steps, MAX_STEPS) + len(earlier):
             step_id = max((step.id for step in steps), default=0) + 1
             unused = self._unused(steps, {})
@@ -224,7 +224,7 @@ class PlanDecoder:
                     continue
                 break  # the step needs a value that neither the request nor a result has
             verdict = self._verdict(
-                step, steps, failed=failed, doubt=doubt, passed=passed, left=left
+                step, steps, failed=failed, doubt=doubt, passed=passed, left=left, held=held
             )
             if verdict == "again" and mark is not None:
                 self._give_up(step.tool, passed, mark)
@@ -232,19 +232,19 @@ class PlanDecoder:
             if verdict not in ("keep", "hold"):
                 break
             steps.append(step)
-            held = self._emit(steps, held if verdict == "keep" else step, on_step)
+            held = self._emit(steps, step if verdict == "hold" else held, on_step)
             used_some = len(self._unused_givens(steps)) < len(left)
             pushed = 0 if can_end or used_some else pushed + 1
-        # a first call held in doubt that no step the request names used: no tool fits
+        # a first call held in doubt that no next step the request names used: no tool fits
         return steps[len(earlier) :] if held is None else []
 
     def _emit(
         self, steps: list[Step], held: Step | None, on_step: Callable[[Step], None]
     ) -> Step | None:
-        """Hand the step just added to `on_step`, unless a first call in doubt is `held`
-        (`_feeds_named`): then the steps wait until one the request names uses its result, and
-        go together. Returns the call still held, if any."""
-        if held is not None and (held is steps[-1] or not self._feeds_named(steps[-1], held)):
+        """Hand the step just added to `on_step`, unless it is a first call in doubt `held`
+        until the next step, which must use its result (`_feeds_named`): then the two go
+        together. Returns the call still held, if any."""
+        if held is steps[-1]:
             return held
         for step in steps[steps.index(held) if held is not None else -1 :]:
             on_step(step)
@@ -264,9 +264,11 @@ class PlanDecoder:
         doubt: str | None,
         passed: Sequence[str],
         left: Sequence[str],
+        held: Step | None,
     ) -> str:
-        """What becomes of a step just decoded: "keep" it, choose the step "again" (where the
-        decoder may), or "end" the plan before it."""
+        """What becomes of a step just decoded: "keep" it, "hold" it (a first call in doubt
+        that the next step must use), choose the step "again" (where the decoder may), or
+        "end" the plan before it."""
         if any(step.tool == s.tool and step.args == s.args for s in [*steps, *failed]):
             return "end"  # a repeated call: small models loop; a plan never needs one twice
         if grounding.reapplies(step, steps):
@@ -278,6 +280,8 @@ class PlanDecoder:
             return "end"  # a weak preference, or a second choice, the request does not support
         if steps and not left and self._unnamed(step, steps):
             return "again"  # a step nobody asked for, after all that was asked
+        if held is not None and not self._feeds_named(step, held):
+            return "end"  # the call held in doubt was no lookup this step needs
         return "keep"
 
     def _chooses_again(
@@ -412,10 +416,12 @@ class PlanDecoder:
         return None
 
     def _feeds_named(self, step: Step, first: Step) -> bool:
-        """Whether `step`, of another tool, uses the result of `first` (a first call in doubt
-        whose tool the request does not name) and the request names its tool: then `first` is
-        the lookup it needs ("Look up Dev Patel and show me his open pull requests": the
-        person found, then the pull requests by the address found; rule `feeds-named`)."""
+        """Whether `step`, the one after `first` (a first call in doubt whose tool the request
+        does not name) and of another tool, uses its result and the request names its tool:
+        then `first` is the lookup it needs ("Look up Dev Patel and show me his open pull
+        requests": the person found, then the pull requests by the address found; rule
+        `feeds-named`). Only the next step may: a held plan costs passes until it is judged,
+        and a plan no tool fits would otherwise be decoded whole before it is dropped."""
         if step.tool == first.tool:
             return False  # the same call for another thing: no more named than the first
         uses = any(ref.step == first.id for ref in references(step.args)) or (
