@@ -428,3 +428,40 @@ def test_a_request_no_tool_fits_gets_an_empty_plan() -> None:
     assert [step.tool for step in weather] == ["get_weather"]
     assert planner.last_margin is not None
     assert planner.last_margin >= low
+
+
+class _CountingLlama:
+    """What `LlamaPlanner._prefix_ready` uses of a llama-cpp `Llama`: a token a character, and
+    every `eval` recorded as (first position, length): the batches the model would read."""
+
+    def __init__(self) -> None:
+        self.input_ids: list[int] = []
+        self.n_tokens = 0
+        self.batches: list[tuple[int, int]] = []
+
+    def tokenize(self, text: bytes, special: bool = False, add_bos: bool = False) -> list[int]:
+        return list(text)
+
+    def eval(self, tokens: list[int]) -> None:
+        self.batches.append((self.n_tokens, len(tokens)))
+        self.input_ids[self.n_tokens :] = tokens
+        self.n_tokens += len(tokens)
+
+
+def test_a_state_held_inside_a_longer_part_is_read_again_as_its_own(tmp_path: Path) -> None:
+    """A catalogue whose prompt is the start of the cached catalogue's is not taken from inside
+    that longer part (read in another batch): its tools are read again, whole, after the
+    shared start, which is kept."""
+    from ember.planner.llama import LlamaPlanner
+
+    model = tmp_path / "fake.gguf"
+    model.write_bytes(b"GGUF")
+    planner = LlamaPlanner(str(model), prefix_cache=False)
+    llm = _CountingLlama()
+    head, longer, shorter = "HEAD|", "HEAD|tool_a tool_b", "HEAD|tool_a"
+    planner._prefix_ready(llm, [head, longer])
+    assert llm.batches == [(0, 5), (5, 13)]
+    planner._prefix_ready(llm, [head, shorter])
+    assert llm.batches[2:] == [(5, 6)]  # the shared start kept, the tools read anew
+    planner._prefix_ready(llm, [head, shorter])
+    assert llm.batches[3:] == []  # now a part of its own: kept

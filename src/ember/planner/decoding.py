@@ -59,9 +59,9 @@ MAX_STEPS = 12
 # step chosen again when the one the model wanted strongly cannot be grounded, and a text
 # ended where it has copied a sentence the request quotes whole ("... 09:00." not "... 09:00.
 # after 1"), a later step chosen again when its values cannot be had while something the
-# user gave is still unused, a later step chosen again (or the plan ended) when nothing
-# the user gave is left and the request does not name its tool, and a first call in doubt
-# whose tool the request does not name kept if the next step, named, uses its result.
+# user gave is still unused, a later lookup not made before chosen again (or the plan
+# ended) when all the user gave is used and the request does not name its tool, and a first
+# call in doubt whose tool the request does not name kept if the next step, named, uses it.
 RULES = (
     "push-bound",
     "schema",
@@ -165,7 +165,8 @@ class PlanDecoder:
         max_steps: int = MAX_STEPS,
     ) -> list[Step]:
         """Append `prompt` (text, special tokens allowed, or tokens) to the context and decode
-        a plan after it. `on_step` gets each step as soon as it is complete; `on_first_token`
+        a plan after it. `on_step` gets each step as soon as it is complete (a first call held
+        in doubt, with the next step that uses it, or never: `feeds-named`); `on_first_token`
         is called once, when the model has read the prompt. `earlier`: steps already run (a
         round of planning on: the prompt ends with them), which new steps follow and may use;
         only the new steps are returned. `failed`: calls that failed in this run (a round after
@@ -226,7 +227,7 @@ class PlanDecoder:
             verdict = self._verdict(
                 step, steps, failed=failed, doubt=doubt, passed=passed, left=left, held=held
             )
-            if verdict == "again" and mark is not None:
+            if verdict == "again" and mark is not None and choice < len(names):
                 self._give_up(step.tool, passed, mark)
                 continue
             if verdict not in ("keep", "hold"):
@@ -278,7 +279,7 @@ class PlanDecoder:
             return "hold"  # kept only if a step the request names uses its result
         if doubted:
             return "end"  # a weak preference, or a second choice, the request does not support
-        if steps and not left and self._unnamed(step, steps):
+        if steps and not left and self._unnamed(step, [*steps, *failed]):
             return "again"  # a step nobody asked for, after all that was asked
         if held is not None and not self._feeds_named(step, held):
             return "end"  # the call held in doubt was no lookup this step needs

@@ -38,6 +38,11 @@ from ember.progress import Progress
 
 __all__ = ["LlamaModel", "LlamaPlanner"]
 
+# How prompt states are read (`LlamaPlanner._prefix_ready`): part of the disk cache's keys, so
+# that a state read another way (before 2026-12-06: on from where the cached prompt differed)
+# is never restored.
+_READING = "parts-whole-1"
+
 
 class LlamaModel:
     """A llama-cpp-python `Llama` as the decoder's `LanguageModel`."""
@@ -102,6 +107,9 @@ class LlamaPlanner:
         self._vocab: Vocabulary | None = None
         self._lock = threading.Lock()
         self._kv_end = 0  # the KV cache holds input_ids[:_kv_end], maybe past llm.n_tokens
+        # Where a part `_prefix_ready` read (or restored) ends: a state the cache holds is one
+        # read as its own part only if it ends at one of these (not inside a longer part).
+        self._read_ends: set[int] = set()
         self.typed_session: str | None = None  # whose typed-ahead request the cache holds
         self.reused_tokens = 0  # of the last plan's request, how many were already read
         self.last_margin: float | None = None  # the last plan's first-choice margin
@@ -186,31 +194,41 @@ class LlamaPlanner:
         """Put `starts[-1]` in the KV cache, each of `starts` (each a start of the next) read
         whole after the one before it and the first from the prompt's start: the same tokens
         read in other batches give other logits, and a plan must depend neither on the
-        requests nor on the catalogues before it. A state already in the cache is kept, and a
-        state read once is saved to the disk cache (keyed by model file, `starts` and context
+        requests nor on the catalogues before it. A state already in the cache is kept where
+        it was read as a part of its own (not inside a longer one), and a state read once is
+        saved to the disk cache (keyed by model file, `starts` and context
         size) and restored from it by later processes; a `daily` one (the calendar after the
         prefix) replaces there the other days' states of the same prefix."""
         text = starts[-1]
         tokens = llm.tokenize(text.encode(), special=True)
         common = self._cached_tokens(llm, tokens)
-        if common < len(tokens):
+        if common < len(tokens) or len(tokens) not in self._read_ends:
             base = starts[-2] if len(starts) > 1 else None
             path = self._prefix_file(starts, daily=daily)
             if self.prefix_cache and path.is_file() and self._restore_prefix(llm, path, tokens):
+                # saved as `_prefix_ready` reads: each start ends a part read whole
+                ends = (len(llm.tokenize(start.encode(), special=True)) for start in starts[:-1])
+                self._read_ends.update(ends)
                 return
             common = 0
             if base is not None:
                 based = len(llm.tokenize(base.encode(), special=True))
                 self._prefix_ready(llm, starts[:-1])
                 common = min(self._cached_tokens(llm, tokens), based)
-            llm.n_tokens = common  # llama.cpp drops the cache after it on the next eval
+            self._forget_after(llm, common)
             progress = Progress(f"reading {len(tokens) - common} prompt tokens into the model")
             llm.eval(tokens[common:])
             self._kv_end = llm.n_tokens
+            self._read_ends.add(len(tokens))
             if self.prefix_cache:
                 self._save_prefix(llm, path, tokens)
             progress.finish("kept for later runs" if self.prefix_cache else "done")
         llm.n_tokens = len(tokens)
+
+    def _forget_after(self, llm: Any, count: int) -> None:
+        """Keep the first `count` tokens of the KV cache; what follows is read anew."""
+        llm.n_tokens = count  # llama.cpp drops the cache after it on the next eval
+        self._read_ends = {end for end in self._read_ends if end <= count}
 
     @staticmethod
     def _cached_tokens(llm: Any, tokens: list[int]) -> int:
@@ -229,10 +247,10 @@ class LlamaPlanner:
     def _prefix_file(self, starts: Sequence[str], *, daily: bool = False) -> Path:
         """The saved state of `starts[-1]` read as `_prefix_ready` reads `starts`. The states
         of one prefix's days share a name's start, so saving one removes the others."""
-        path = self._cache_file("prefix", ".kv", str(self._n_ctx), *starts)
+        path = self._cache_file("prefix", ".kv", _READING, str(self._n_ctx), *starts)
         if not daily:
             return path
-        family = self._cache_file("prefix", "", str(self._n_ctx), *starts[:-1]).name
+        family = self._cache_file("prefix", "", _READING, str(self._n_ctx), *starts[:-1]).name
         return path.with_name(f"{family}-{path.name}")
 
     def _save_prefix(self, llm: Any, path: Path, tokens: list[int]) -> None:
@@ -264,6 +282,7 @@ class LlamaPlanner:
         count = ctypes.c_size_t(0)
         llm.reset()
         self._kv_end = 0
+        self._read_ends = set()
         read = llama_cpp.llama_state_seq_load_file(
             llm._ctx.ctx, str(path).encode(), 0, array, capacity, ctypes.byref(count)
         )
@@ -272,6 +291,7 @@ class LlamaPlanner:
             return False
         llm.input_ids[: len(tokens)] = tokens
         llm.n_tokens = self._kv_end = len(tokens)
+        self._read_ends = {len(tokens)}
         return True
 
     def _vocabulary(self, llm: Any) -> Vocabulary:
@@ -380,7 +400,7 @@ class LlamaPlanner:
             vocab = self._vocabulary(llm)
             tokens = llm.tokenize(build_answer_prompt(task).encode(), add_bos=False, special=True)
             common = min(self._cached_tokens(llm, tokens), len(tokens) - 1)
-            llm.n_tokens = common
+            self._forget_after(llm, common)
             try:
                 return write_answer(LlamaModel(llm), vocab, tokens[common:], on_text)
             finally:
