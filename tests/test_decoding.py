@@ -1195,3 +1195,21 @@ def test_a_lookup_nobody_named_after_all_that_was_asked_is_chosen_again() -> Non
         '3. write_file(path="/srv/q1.txt", content=$1.content)',
     )
     assert [s.tool for s in plan(request, write)] == ["read_file", "send_email", "write_file"]
+    # the same lookup again, for another thing, is the request's (two cities' weather)
+    sql = 'Email ann@example.com the result of "SELECT COUNT(*) FROM orders"'
+    again = (
+        '1. query_sql(sql="SELECT COUNT(*) FROM orders")\n'
+        '2. send_email(to="ann@example.com", subject="Count", body="{$1.rows}")\n'
+        '3. query_sql(sql="SELECT 1")\n'
+        "done"
+    )
+    assert [s.tool for s in plan(sql, again)] == ["query_sql", "send_email", "query_sql"]
+    # and so is a round's repair of a lookup that failed: made before, not given up
+    earlier = [
+        Step(1, "read_file", {"path": "/srv/q1.txt"}),
+        Step(2, "send_email", {"to": "ann@example.com", "subject": "Q1", "body": "$1.content"}),
+    ]
+    assert plan(request, wish, earlier=earlier) == []
+    failed = [Step(3, "query_sql", {"sql": "SELECT 0"})]
+    repair = plan(request, wish, earlier=earlier, failed=failed)
+    assert [s.tool for s in repair] == ["query_sql"]
