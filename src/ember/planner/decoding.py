@@ -247,7 +247,7 @@ class PlanDecoder:
         together. Returns the call still held, if any."""
         if held is steps[-1]:
             return held
-        for step in steps[steps.index(held) if held is not None else -1 :]:
+        for step in steps[-2:] if held is not None else steps[-1:]:
             on_step(step)
         return None
 
@@ -428,9 +428,12 @@ class PlanDecoder:
         uses = any(ref.step == first.id for ref in references(step.args)) or (
             step.each is not None and step.each.startswith(f"${first.id}")
         )
+        return uses and self._named(step)
+
+    def _named(self, step: Step) -> bool:
+        """Whether the request names what `step`'s tool is for (`grounding.names_tool`)."""
         tool = self._tools[step.tool]
-        days = self._grounds.stated_days
-        return uses and grounding.names_tool(step, tool, self._request, days)
+        return grounding.names_tool(step, tool, self._request, self._grounds.stated_days)
 
     def _unnamed(self, step: Step, earlier: Sequence[Step]) -> bool:
         """Whether a later step, made when all the user gave is used, is a lookup (a tool not
@@ -441,12 +444,9 @@ class PlanDecoder:
         metric after the answer). A lookup a request implies but does not name comes before
         what it names, while a value the request gave is still unused; the same lookup again
         for another thing ("the weather in Oslo and in Bergen") is the request's."""
-        tool = self._tools[step.tool]
-        if "named-later" in self._off or tool.read_only is False:
+        if "named-later" in self._off or self._tools[step.tool].read_only is False:
             return False
-        if any(other.tool == step.tool for other in earlier):
-            return False
-        return not grounding.names_tool(step, tool, self._request, self._grounds.stated_days)
+        return not any(other.tool == step.tool for other in earlier) and not self._named(step)
 
     def _unused_givens(self, steps: list[Step]) -> list[str]:
         """What the user gave (see `grounding.givens`) that no step's arguments hold yet, each

@@ -70,6 +70,7 @@ items by index: $1.hotels.0.hotel_id); inside a text write {$N.field}.
 - Add optional arguments (marked ?) only when the request asks for them.
 - If no tool can do what is asked, write only: done
 """
+_SYSTEM_OPEN = "<|im_start|>system\n"  # ChatML: the system message's opening
 _TOOLS_HEADING = "\nTools (name(arguments) -> result fields: what it does):\n"
 
 # Found, not booked: the booking example alone taught the model to book every cheapest hotel
@@ -190,12 +191,10 @@ def _type_name(schema: dict[str, Any]) -> str:
 def system_text(catalogue: Sequence[ToolDescriptor]) -> str:
     """The instructions, the catalogue and the examples: the system message."""
     tools = "\n".join(signature(tool) for tool in catalogue)
-    known = {tool.tool_name for tool in catalogue}
     shots = []
-    for today, request, steps in _EXAMPLES:
-        if all(step["tool"] in known for step in steps):
-            plan = json.dumps({"steps": steps}, ensure_ascii=False, separators=(",", ":"))
-            shots.append(f"Today: {today}. Request: {request}\nPlan: {plan}")
+    for today, request, steps in _fitting(catalogue):
+        plan = json.dumps({"steps": steps}, ensure_ascii=False, separators=(",", ":"))
+        shots.append(f"Today: {today}. Request: {request}\nPlan: {plan}")
     examples = "\n\nExamples:\n" + "\n".join(shots) if shots else ""
     return f"{_SYSTEM}{tools}{examples}"
 
@@ -204,17 +203,21 @@ def compact_system_text(catalogue: Sequence[ToolDescriptor]) -> str:
     """The system message for plans in the compact syntax (`ember.planner.compact`)."""
     tools = "\n".join(signature(tool) for tool in catalogue)
     if _shows_own_examples(catalogue):
-        known = {tool.tool_name for tool in catalogue}
-        fitting = [e for e in _EXAMPLES if all(step["tool"] in known for step in e[2])]
-        return f"{_COMPACT_SYSTEM}{_TOOLS_HEADING}{tools}\n\nExamples:\n{_shots(fitting)}"
+        shots = _shots(_fitting(catalogue))
+        return f"{_COMPACT_SYSTEM}{_TOOLS_HEADING}{tools}\n\nExamples:\n{shots}"
     return f"{_shared_system()}{tools}"
+
+
+def _fitting(catalogue: Sequence[ToolDescriptor]) -> list[tuple[str, str, list[dict[str, Any]]]]:
+    """The worked examples whose every tool the catalogue has."""
+    known = {tool.tool_name for tool in catalogue}
+    return [e for e in _EXAMPLES if all(step["tool"] in known for step in e[2])]
 
 
 def _shows_own_examples(catalogue: Sequence[ToolDescriptor]) -> bool:
     """Whether the catalogue has the tools of more than one syntax example, so that the
     prompt shows the examples it has the tools of, after its tools."""
-    known = {tool.tool_name for tool in catalogue}
-    return sum(all(step["tool"] in known for step in e[2]) for e in _SYNTAX_EXAMPLES) > 1
+    return len([e for e in _fitting(catalogue) if e in _SYNTAX_EXAMPLES]) > 1
 
 
 @functools.cache
@@ -259,7 +262,7 @@ def _request_text(request: str, today: date, *, numbers: bool) -> str:
 def build_prefix(catalogue: Sequence[ToolDescriptor]) -> str:
     """The fixed start of every prompt (ChatML): the system message's instructions, catalogue and
     examples. The same for every request, so its KV cache is computed once (and saved to disk)."""
-    return f"<|im_start|>system\n{compact_system_text(catalogue)}"
+    return f"{_SYSTEM_OPEN}{compact_system_text(catalogue)}"
 
 
 def build_shared_head(catalogue: Sequence[ToolDescriptor]) -> str:
@@ -267,7 +270,7 @@ def build_shared_head(catalogue: Sequence[ToolDescriptor]) -> str:
     the instructions and the syntax examples, where they come before the tools (a catalogue
     without the examples' tools); "" where the catalogue is shown its own examples. Its KV
     cache is shared by every such catalogue, and each catalogue's tools are read after it."""
-    return "" if _shows_own_examples(catalogue) else f"<|im_start|>system\n{_shared_system()}"
+    return "" if _shows_own_examples(catalogue) else f"{_SYSTEM_OPEN}{_shared_system()}"
 
 
 def calendar_text(today: date) -> str:
