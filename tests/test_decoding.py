@@ -1213,3 +1213,140 @@ def test_a_lookup_nobody_named_after_all_that_was_asked_is_chosen_again() -> Non
     failed = [Step(3, "query_sql", {"sql": "SELECT 0"})]
     repair = plan(request, wish, earlier=earlier, failed=failed)
     assert [s.tool for s in repair] == ["query_sql"]
+
+
+def test_a_step_that_uses_what_is_said_after_a_listed_name_still_to_do_is_chosen_again() -> None:
+    """For "Lyon and Bordeaux" the model searches Lyon, mails it, and only then goes on to
+    Bordeaux (two mails where one was asked for both). The mail uses the address, said after
+    "Bordeaux", which no step has used while "Lyon" has: it is chosen again (the search of
+    Bordeaux), and the mail comes after both. With the rule off, the model's order is kept."""
+    request = (
+        "Find the cheapest hotel in Lyon and in Bordeaux for 2 nights from 2026-03-06 "
+        "and email both to ann@example.com"
+    )
+    wish = (
+        '1. search_hotels(city="Lyon", check_in="2026-03-06", nights=2)\n'
+        '2. send_email(to="ann@example.com", subject="Lyon", body="{$1.hotels.0.name}")\n'
+        'search_hotels(city="Bordeaux", check_in="2026-03-06", nights=2)\n'
+        '3. send_email(to="ann@example.com", subject="Hotels", body="{$1.hotels.0.name} '
+        '{$2.hotels.0.name}")\n'
+        "done"
+    )
+    steps = plan(request, wish)
+    assert [(s.tool, s.args.get("city")) for s in steps] == [
+        ("search_hotels", "Lyon"),
+        ("search_hotels", "Bordeaux"),
+        ("send_email", None),
+    ]
+    assert steps[2].args["body"] == "{$1.hotels.0.name} {$2.hotels.0.name}"
+    off = plan(request, wish, off=frozenset({"said-order"}))
+    assert [s.tool for s in off[:2]] == ["search_hotels", "send_email"]
+
+
+def test_a_step_that_skips_a_given_the_plan_came_to_in_order_is_chosen_again() -> None:
+    """Milan from the 16th, Turin from the 18th, then one mail: the mail after Milan's
+    booking uses the address, said after "18", which the plan (begun on "2" and "16") has
+    skipped: it is chosen again. A number said before any the plan used ("the 3 cheapest") is
+    no step skipped, nor is what the request says after the mail's address."""
+    request = (
+        "Book the cheapest hotel in Milan for 2 nights from March 16 and in Turin for 2 "
+        "nights from March 18, then email both booking IDs to ann@example.com"
+    )
+    wish = (
+        '1. search_hotels(city="Milan", check_in="2026-03-16", nights=2)\n'
+        '2. book_hotel(hotel_id=$1.hotels.0.hotel_id, check_in="2026-03-16", nights=2)\n'
+        '3. send_email(to="ann@example.com", subject="Milan", body="{$2.booking_id}")\n'
+        'search_hotels(city="Turin", check_in="2026-03-18", nights=2)\n'
+        '4. book_hotel(hotel_id=$3.hotels.0.hotel_id, check_in="2026-03-18", nights=2)\n'
+        '5. send_email(to="ann@example.com", subject="Both", body="{$2.booking_id} '
+        '{$4.booking_id}")\n'
+        "done"
+    )
+    steps = plan(request, wish)
+    assert [s.tool for s in steps] == [
+        "search_hotels",
+        "book_hotel",
+        "search_hotels",
+        "book_hotel",
+        "send_email",
+    ]
+    assert steps[2].args["check_in"] == "2026-03-18"
+    off = plan(request, wish, off=frozenset({"said-order"}))
+    assert [s.tool for s in off[:3]] == ["search_hotels", "book_hotel", "send_email"]
+    # said before everything the plan used: not skipped, the mail is the model's
+    three = "Find the 3 cheapest hotels in Milan for 2 nights from March 16, email ann@example.com"
+    mail = (
+        '1. search_hotels(city="Milan", check_in="2026-03-16", nights=2)\n'
+        '2. send_email(to="ann@example.com", subject="Milan", body="{$1.hotels}")\n'
+        "done"
+    )
+    assert [s.tool for s in plan(three, mail)] == ["search_hotels", "send_email"]
+
+
+def test_a_lookup_of_a_file_the_plan_wrote_ends_the_plan() -> None:
+    """After the report is written, the model reads an invoice from the report's own path and
+    would go on (a summary, the report again): a lookup of a file the plan wrote ends the plan.
+    A step that acts on it is not a lookup (a mail citing the report's path), and with the rule
+    off the model's run-away plan is kept."""
+    request = "Pull the total from /ap/inv-881.pdf and produce a markdown report called 'Q4'"
+    wish = (
+        '1. extract_invoice(path="/ap/inv-881.pdf")\n'
+        '2. generate_report(title="Q4", sections=["{$1.total}"], format="markdown")\n'
+        "3. extract_invoice(path=$2.path)\n"
+        "4. summarize_text(text=$3.invoice_id)\n"
+        "done"
+    )
+    assert [s.tool for s in plan(request, wish)] == ["extract_invoice", "generate_report"]
+    off = plan(request, wish, off=frozenset({"read-back"}))
+    assert [s.tool for s in off][:3] == ["extract_invoice", "generate_report", "extract_invoice"]
+    mailed = wish.replace(
+        "3. extract_invoice(path=$2.path)\n4. summarize_text(text=$3.invoice_id)\n",
+        '3. send_email(to="ann@example.com", subject="Q4", body="{$2.path}")\n',
+    )
+    to_ann = f"{request}, and email it to ann@example.com"
+    assert [s.tool for s in plan(to_ann, mailed)][-1] == "send_email"
+
+
+TICKETS = ToolDescriptor(
+    "search_tickets",
+    {
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "description": "Words to look for."},
+            "project": {"type": "string", "pattern": "^[A-Z]{2,6}$"},
+            "status": {"type": "string", "enum": ["open", "blocked"]},
+        },
+        "minProperties": 1,
+    },
+    description="Search tickets.",
+    read_only=True,
+)
+
+
+def test_a_free_text_that_another_parameter_s_pattern_takes_is_moved_to_it() -> None:
+    """The model writes the project key the request gives as the words to look for
+    (`query="SRCH"`); `project` takes `^[A-Z]{2,6}$` and has no value: the key is the
+    project's. A text that is no such word stays; with the rule off, the model's is kept."""
+    request = "List the open urgent SRCH tickets about the reindex"
+    wish = '1. search_tickets(query="SRCH", status="open")\ndone'
+    steps = plan(request, wish, catalogue=(TICKETS,))
+    assert steps[0].args == {"project": "SRCH", "status": "open"}
+    off = plan(request, wish, catalogue=(TICKETS,), off=frozenset({"pattern-place"}))
+    assert off[0].args == {"query": "SRCH", "status": "open"}
+    words = plan(
+        request, '1. search_tickets(query="reindex", status="open")\ndone', catalogue=(TICKETS,)
+    )
+    assert words[0].args == {"query": "reindex", "status": "open"}
+
+
+def test_the_same_call_for_the_values_in_another_order_is_no_step_skipped() -> None:
+    """ "100, 200 and 300": the model converts 300 before 200. Only the step's own tool took
+    the like of the skipped "200", so the plan is in order enough: kept as the model wants
+    it (with one tool in the catalogue there would be nothing else to choose)."""
+    convert = next(t for t in CATALOGUE if t.tool_name == "convert_currency")
+    wish = "".join(
+        f'{i}. convert_currency(amount={amount}, from_currency="USD", to_currency="EUR")\n'
+        for i, amount in enumerate((100, 300, 200), start=1)
+    )
+    steps = plan("Convert 100, 200 and 300 USD to EUR", f"{wish}done", catalogue=(convert,))
+    assert [s.args["amount"] for s in steps] == [100, 300, 200]

@@ -93,6 +93,26 @@ def test_no_step_over_a_list_where_the_request_asks_for_no_each() -> None:
     assert all(step.each is None for step in steps)
 
 
+def test_no_step_over_a_list_where_the_request_counts_the_things() -> None:
+    """ "Both" and "the two files" say how many: each is a step of its own (`$1.files.0`,
+    `$1.files.1`), not a step over a list of a length nobody knows; with rule `counted` off,
+    the step over the list is offered as for "every"."""
+    wish = (
+        '1. list_files(directory="/srv/notes")\n'
+        "2. for each item in $1.files: read_file(path=$item)\n"
+        "3. read_file(path=$1.files.1)\ndone"
+    )
+    for request in ("Read both files in /srv/notes", "Read the two files in /srv/notes"):
+        steps = plan(request, wish)
+        assert all(step.each is None for step in steps)
+        assert [s.tool for s in plan(request, wish, off=frozenset({"counted"}))] == [
+            "list_files",
+            "read_file",
+            "read_file",
+        ]
+        assert plan(request, wish, off=frozenset({"counted"}))[1].each == "$1.files"
+
+
 def test_the_syntax_is_taught_after_a_request_that_asks_for_each_and_only_then() -> None:
     from datetime import date
 

@@ -13,7 +13,9 @@ from ember.planner.grounding import (
     Grounds,
     fits_role,
     is_path,
+    listed_names,
     relative_paths,
+    said_at,
     stated_numbers,
     unsupported,
 )
@@ -354,3 +356,33 @@ def test_a_path_fits_the_role_its_parameter_names(
     name: str, description: str, path: str, fits: bool
 ) -> None:
     assert fits_role(name, {"type": "string", "description": description}, path) is fits
+
+
+def test_names_a_request_lists_or_says_in_the_same_words() -> None:
+    """Names linked by "and"/"or" (commas before the last link) are listed together; names
+    after the same two words are said alike; a sentence's first word, a month, a day, an
+    acronym, a quoted name and "Paris, France" are no list."""
+    listed = listed_names
+    assert listed("Find the cheapest hotel in Lyon and in Bordeaux, then email me") == [
+        [("Lyon", 27), ("Bordeaux", 39)]
+    ]
+    assert listed("Weather in Oslo, Bergen or Tromsø?") == [
+        [("Oslo", 11), ("Bergen", 17), ("Tromsø", 27)]
+    ]
+    assert listed("Message Dev Patel and Ana Souza") == [[("Dev Patel", 8), ("Ana Souza", 22)]]
+    alike = "Book the cheapest hotel in Milan for 2 nights and the cheapest hotel in Turin"
+    assert listed(alike) == [[("Milan", 27), ("Turin", 72)]]
+    assert listed("Hotels in Paris, France please") == []
+    assert listed("Lyon and Bordeaux are both fine, mail the IDs on Friday and Monday") == []
+    assert listed("Email ann@example.com 'Oslo and Bergen' as the subject") == []
+
+
+def test_where_a_request_gives_a_value() -> None:
+    """A given is found where it stands apart (not inside another number or a date), in any of
+    its forms; a quoted text where its quote is; a number said in words nowhere."""
+    request = 'From March 18, for 2 nights; reply "Ok 2." to ann@example.com'
+    assert said_at(request, ("18",)) == 11
+    assert said_at(request, ("2",)) == 19
+    assert said_at(request, ("Ok 2.", "Ok 2")) == 36
+    assert said_at(request, ("ann@example.com",)) == 46
+    assert said_at("two hours", ("2", "120")) is None

@@ -61,7 +61,12 @@ MAX_STEPS = 12
 # after 1"), a later step chosen again when its values cannot be had while something the
 # user gave is still unused, a later lookup not made before chosen again (or the plan
 # ended) when all the user gave is used and the request does not name its tool, and a first
-# call in doubt whose tool the request does not name kept if the next step, named, uses it.
+# call in doubt whose tool the request does not name kept if the next step, named, uses it,
+# and a later step chosen again when it uses something the request says after something it gives
+# or lists that the plan has still to do (one mail sent before the second city is searched),
+# a lookup of a file the plan itself wrote (an invoice read from the report just made), and
+# steps over lists offered for "both" or "the three files" (a count: each a step of its own),
+# and a free text that is a word another parameter's pattern takes, moved to it.
 RULES = (
     "push-bound",
     "schema",
@@ -84,6 +89,10 @@ RULES = (
     "retry-later",
     "named-later",
     "feeds-named",
+    "said-order",
+    "read-back",
+    "counted",
+    "pattern-place",
 )
 
 
@@ -143,9 +152,19 @@ class PlanDecoder:
         self._tools = dict(self._grounds.tools)  # addresses marked as the grounds mark them
         self._request = request
         self._givens = grounding.givens(request, spoken=spoken)
+        # where the user gives each given, and the names the request lists (`said-order`)
+        self._said = {
+            given[0]: at
+            for given in self._givens
+            if (at := grounding.said_at(request, given)) is not None
+        }
+        self._listed = [] if "said-order" in off else grounding.listed_names(request)
         # Steps over lists are offered when the request asks for something done to each
-        # (every, all, both, "the three files") of several things.
-        self._each_asked = "for-each" not in off and grounding.asks_for_each(request)
+        # (every, all) of several things it does not count ("both" and "the three files" are
+        # steps of their own: rule `counted`).
+        self._each_asked = "for-each" not in off and grounding.asks_for_each(
+            request, counted="counted" in off
+        )
         # A text that has copied a quoted sentence whole is complete: the model ran on past
         # such an end into plan syntax (`... until Monday 09:00. after 1`).
         self._quote_ends = (
@@ -181,26 +200,34 @@ class PlanDecoder:
         first = None if steps else self._doubt("1. ", DONE)
         tried: dict[int, list[str]] = {}  # by step id: tools chosen that could not be grounded
         held: Step | None = None  # a first call in doubt, until the next step uses its result
+        # by step id: steps chosen again for coming before what is said before them, and the
+        # tools that took its like, among which it is chosen (`said-order`)
+        early: dict[int, list[str]] = {}
         while len(steps) < min(max_steps, MAX_STEPS) + len(earlier):
             step_id = max((step.id for step in steps), default=0) + 1
             unused = self._unused(steps, {})
             passed = tried.setdefault(step_id, [])
             # a first tool given up stays given up (`passed` is this step's)
-            names = self._offered(steps, unused, failed, [*tried.get(1, ()), *passed])
+            names = self._offered(
+                steps, unused, failed, [*tried.get(1, ()), *passed], early.get(step_id)
+            )
             # A plan begun leaves nothing the user gave unused (an address, a path, a code, a
             # number): small models stop before the last action ("... and email it to X").
             # While something is left that a tool could take, the plan goes on, for at most
             # two steps in a row that use none of it (a step in between may be needed).
             left = self._unused_givens(steps) if steps else []
-            bounded = pushed >= _MAX_PUSHED and "push-bound" not in self._off
-            can_end = bounded or not any(self._takes(name, v) for name in names for v in left)
+            can_end = self._may_end(names, left, pushed, early=step_id in early)
             doubt = first if not steps else None
             if doubt == "abstain":
                 break  # no tool fits: the model's preference for a step is too weak
-            again = self._chooses_again(steps, doubt, left, passed)
-            mark = cursor.mark() if again else None
+            mark = cursor.mark() if self._chooses_again(steps, doubt, left, passed) else None
             # A list in a result nothing uses yet may be gone through item by item.
-            lists = [ref for ref, _ in self._lists(unused)] if self._each_asked else []
+            # (not on a step chosen again for coming too early: it is one of the tools' calls)
+            lists = [
+                ref
+                for ref, _ in self._lists(unused)
+                if self._asks_each(steps) and step_id not in early
+            ]
             calls = [f"{step_id}. {name}(" for name in names]
             each_options = [f"{step_id}. {FOR_EACH}${ref}: " for ref in lists]
             choice = cursor.choose(calls + each_options + [DONE] * can_end)
@@ -227,10 +254,15 @@ class PlanDecoder:
             verdict = self._verdict(
                 step, steps, failed=failed, doubt=doubt, passed=passed, left=left, held=held
             )
-            if verdict == "again" and mark is not None and choice < len(names):
+            if verdict in ("again", "early") and mark is not None and choice < len(names):
+                early.update(
+                    {step_id: self._continuing(step, steps, failed, passed)}
+                    if verdict == "early"
+                    else {}
+                )
                 self._give_up(step.tool, passed, mark)
                 continue
-            if verdict not in ("keep", "hold"):
+            if verdict not in ("keep", "hold", "early"):  # (no choice left: in order enough)
                 break
             steps.append(step)
             held = self._emit(steps, step if verdict == "hold" else held, on_step)
@@ -251,6 +283,22 @@ class PlanDecoder:
             on_step(step)
         return None
 
+    def _may_end(
+        self, names: Sequence[str], left: Sequence[str], pushed: int, *, early: bool
+    ) -> bool:
+        """Whether the plan may end here: no tool is offered (`names`); or the step is not one
+        chosen again for coming too early (`early`: what was said before it is still to do,
+        `said-order`) and nothing the user gave is left (`left`) that a tool offered could
+        take, or the plan has been made to go on for `pushed` steps in a row that used none of
+        it (bounded: rule `push-bound`)."""
+        if not names:
+            return True
+        if early:
+            return False
+        if pushed >= _MAX_PUSHED and "push-bound" not in self._off:
+            return True
+        return not any(self._takes(name, given) for name in names for given in left)
+
     def _give_up(self, tool: str, passed: list[str], mark: object) -> None:
         """Give tool `tool` up for this step and go back to choose the step again."""
         passed.append(tool)
@@ -268,12 +316,14 @@ class PlanDecoder:
         held: Step | None,
     ) -> str:
         """What becomes of a step just decoded: "keep" it, "hold" it (a first call in doubt
-        that the next step must use), choose the step "again" (where the decoder may), or
-        "end" the plan before it."""
+        that the next step must use), choose the step "again" (where the decoder may), choose it
+        again as "early" (where the decoder may; else it is kept), or "end" the plan before it."""
         if any(step.tool == s.tool and step.args == s.args for s in [*steps, *failed]):
             return "end"  # a repeated call: small models loop; a plan never needs one twice
         if grounding.reapplies(step, steps):
             return "end"  # the same call again on its own output (a summary of a summary)
+        if "read-back" not in self._off and grounding.reads_back(step, steps, self._tools):
+            return "end"  # a lookup of a file the plan wrote: a run-away plan
         doubted = self._doubted(step, doubt, passed)
         if doubted == "unnamed" and "feeds-named" not in self._off:
             return "hold"  # kept only if a step the request names uses its result
@@ -283,6 +333,8 @@ class PlanDecoder:
             return "again"  # a step nobody asked for, after all that was asked
         if held is not None and not self._feeds_named(step, held):
             return "end"  # the call held in doubt was no lookup this step needs
+        if steps and self._continuing(step, steps, failed, passed):
+            return "early"  # something the request says before what it uses is still to do
         return "keep"
 
     def _chooses_again(
@@ -310,11 +362,13 @@ class PlanDecoder:
         unused: Sequence[Step],
         failed: Sequence[Step],
         given_up: Sequence[str],
+        only: Sequence[str] | None = None,
     ) -> list[str]:
         """The tools a next step may call: those whose grounded values can be had, not only a
         call that failed again, not an action the request does not ask for, not a first tool
-        given up on."""
-        return [
+        given up on; among them, those in `only` where any is (a step chosen again for coming
+        too early: `_continuing`)."""
+        names = [
             name
             for name in self._tools
             if self._available(name, steps, unused)
@@ -322,6 +376,7 @@ class PlanDecoder:
             and name not in self._grounds.unasked
             and name not in given_up
         ]
+        return [name for name in names if name in (only or ())] or names
 
     def _lists(self, unused: Sequence[Step]) -> list[tuple[str, dict[str, Any]]]:
         """`N.path` and the items' schema of each list in a result nothing uses yet (a step
@@ -447,6 +502,86 @@ class PlanDecoder:
         if "named-later" in self._off or self._tools[step.tool].read_only is False:
             return False
         return not any(other.tool == step.tool for other in earlier) and not self._named(step)
+
+    def _asks_each(self, steps: list[Step]) -> bool:
+        """Whether the request asks for something done to each of several things that `steps`
+        have not each done yet. Its "each" or "both" of names it lists ("Lyon and Bordeaux
+        ... the cheapest hotel in each") is done once a step has used every one of them: a
+        list in a result is then no list the request asked to go through (one mail for each
+        hotel found in Lyon)."""
+        if not self._each_asked:
+            return False
+        held = json.dumps([step.args for step in steps], ensure_ascii=False).casefold()
+        return not self._listed or any(
+            name.casefold() not in held for names in self._listed for name, _ in names
+        )
+
+    def _skipped(self, step: Step, steps: list[Step]) -> str | None:
+        """What `step`, a later one, skips, if anything: the first thing the request says
+        before what the step uses that the plan has still to do. That is a name listed with
+        one a step used ("between Lyon and Bordeaux", `grounding.listed_names`), or a given no
+        step has used, said after one an earlier step used (the plan has begun on the request's
+        values in its order and skipped it). Small models finish the first of several things
+        the request lists, mail it, and only then go on to the next: two mails where one was
+        asked for both (rule `said-order`)."""
+        if "said-order" in self._off:
+            return None
+        before, after = self._pending(steps), self._pending([*steps, step])
+        uses = [at for item, at in before.items() if item not in after]
+        begun = min((at for given, at in self._said.items() if given not in before), default=None)
+        skipped = [
+            (at, item)
+            for item, at in after.items()
+            if uses
+            and at < min(uses)
+            and (
+                item not in self._said  # a name listed with one already used
+                or (
+                    begun is not None
+                    and at > begun
+                    and any(self._takes(name, item) for name in self._tools)
+                )
+            )
+        ]
+        return min(skipped)[1] if skipped else None
+
+    def _continuing(
+        self, step: Step, steps: list[Step], failed: Sequence[Step], given_up: Sequence[str]
+    ) -> list[str]:
+        """The tools the plan continues with where `step` skips something (`_skipped`): those
+        of earlier steps that took its like (a name listed with it, or a given of its kind: an
+        address, a path, a number, a code), other than `step`'s own, that may be offered now
+        (`given_up`: the tools given up for this step). The step is chosen again among them: a
+        model that wants to mail after the first city prefers a booking to the second city's
+        search. None where nothing is skipped, or where only `step`'s own tool took its like:
+        the same kind of call in another order ("30 years" before "20") is no step skipped."""
+        skipped = self._skipped(step, steps)
+        if skipped is None:
+            return []
+        listed = [[name for name, _ in names] for names in self._listed]
+        group = next((names for names in listed if skipped in names), None)
+        tools = []
+        for earlier in steps:
+            if group is not None:
+                held = json.dumps(earlier.args, ensure_ascii=False).casefold()
+                took = any(name.casefold() in held for name in group)
+            else:
+                gave = set(self._said) - set(self._unused_givens([earlier]))
+                took = any(_kind(given) == _kind(skipped) for given in gave)
+            tools += [earlier.tool] if took and earlier.tool not in tools else []
+        unused = self._unused(steps, {})
+        offered = self._offered(steps, unused, failed, [*given_up, step.tool])
+        return [tool for tool in tools if tool in offered]
+
+    def _pending(self, steps: list[Step]) -> dict[str, int]:
+        """What the user gave or listed that `steps` have still to use, with where the request
+        says it: the givens no step holds, and the names listed with one a step holds."""
+        pending = {g: self._said[g] for g in self._unused_givens(steps) if g in self._said}
+        held = json.dumps([step.args for step in steps], ensure_ascii=False).casefold()
+        for names in self._listed:
+            if any(name.casefold() in held for name, _ in names):
+                pending.update({n: at for n, at in names if n.casefold() not in held})
+        return pending
 
     def _unused_givens(self, steps: list[Step]) -> list[str]:
         """What the user gave (see `grounding.givens`) that no step's arguments hold yet, each
@@ -601,6 +736,8 @@ class PlanDecoder:
                 )
         closed_after = ends[choice - len(candidates)] == ") after "
         after = self._after(earlier, waits) if closed_after else []
+        if "pattern-place" not in self._off:  # a project key written as the words to look for
+            args = grounding.placed(tool, args, self._request)
         return Step(id=step_id, tool=tool.tool_name, args=args, after=after)
 
     def _after(self, earlier: list[Step], waits: list[int]) -> list[int]:
@@ -794,6 +931,18 @@ class PlanDecoder:
 
 
 _DECIMAL = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+
+
+def _kind(given: str) -> str:
+    """What kind of value the user gave (`grounding.givens`): an address, a path, a number, or a
+    code or quoted text."""
+    if "@" in given:
+        return "address"
+    if given.startswith("/"):
+        return "path"
+    return "number" if grounding.NUMERIC.match(given) else "text"
+
+
 _PLAN_SYNTAX = re.compile(re.escape(FOR_EACH) + r"\$?[\w.]+:\s*\w+\([^)]*\)?")
 
 

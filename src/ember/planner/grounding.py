@@ -46,12 +46,16 @@ __all__ = [
     "integers",
     "is_identifier",
     "is_path",
+    "listed_names",
     "named_dates",
     "names_tool",
     "needs_answer",
+    "placed",
+    "reads_back",
     "reapplies",
     "recipients",
     "relative_paths",
+    "said_at",
     "source_of",
     "spans_matching",
     "standard_codes",
@@ -96,17 +100,19 @@ NUMBER = re.compile(rf"{_APART}[0-9]+(?:,[0-9]{{3}})*(?:\.[0-9]+)?(?![\w:/]|-[0-
 
 Given = tuple[str, ...]  # a value the request gives, in each form a plan may use it
 _QUANTIFIER = re.compile(
-    r"\b(each|every|all|everyone|everybody|both|(the|these|those) "
-    r"(two|three|four|five|six|seven|eight|nine|ten) \w+s)\b",
+    r"\b(each|every|all|everyone|everybody|(?P<counted>both|(the|these|those) "
+    r"(two|three|four|five|six|seven|eight|nine|ten) \w+s))\b",
     re.IGNORECASE,
 )
 
 
-def asks_for_each(request: str) -> bool:
+def asks_for_each(request: str, *, counted: bool = True) -> bool:
     """Whether a request asks for something done to each (every, all, both, "the three
     files") of several things: only then is a step over a list offered. Quoted text is what
-    the request hands over, not what it asks ("shorten this: '... everyone must ...'")."""
-    return bool(_QUANTIFIER.search(unquoted(request)))
+    the request hands over, not what it asks ("shorten this: '... everyone must ...'").
+    `counted=False`: of things it does not count ("each", "every", "all"): "both" and "the
+    three files" say how many, so each of them is a step of its own (`$1.files.0`, `.1`)."""
+    return any(counted or not match["counted"] for match in _QUANTIFIER.finditer(unquoted(request)))
 
 
 _INQUIRY = "what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did"
@@ -262,6 +268,76 @@ def givens(request: str, *, spoken: bool = True) -> list[Given]:
     if spoken:
         found += [tuple(map(_plain, vals)) for vals in spoken_numbers(rest, counts_only=True)]
     return list(dict.fromkeys(found))
+
+
+def said_at(request: str, given: Given) -> int | None:
+    """Where in `request` the user first gives `given` (any of its forms, outside quotes; a
+    quoted text where its quote is), or None where it is not written there as such (a number
+    said in words)."""
+    rest = unquoted(request)
+    found = []
+    for form in given:
+        if form in quoted_texts(request):
+            found.append(request.find(form))
+            continue
+        match = re.search(rf"(?<![\w.]){re.escape(form)}(?![\w@])", rest)
+        if match:
+            found.append(match.start())
+    return min(found, default=None)
+
+
+# A capitalised word ("Lyon", "Dev", "O'Brien"), and what may stand between the names of a list
+# ("Lyon and Bordeaux", "Oslo, Bergen or in Tromsø"); a sentence's first word is no name.
+_CAPITALISED = re.compile(r"(?<![\w'’-])[A-Z][\w'’-]*")
+_LIST_LINK = re.compile(r"\s*,\s*|,?\s+(?:and|or)\s+(?:(?:in|at|for|from|to|of|on)\s+)?")
+_WORD = re.compile(r"[\w'’-]+")
+_AND_OR = re.compile(r"\b(?:and|or)\b")
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n\s*)$")
+_CALENDAR_WORDS = frozenset(
+    (
+        *("I", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"),
+        *("January", "February", "March", "April", "May", "June", "July", "August"),
+        *("September", "October", "November", "December"),
+    )
+)
+
+
+def listed_names(request: str) -> list[list[tuple[str, int]]]:
+    """The names a request lists together, or says in the same words, each with where it is
+    said. Names are capitalised words (several in a row make one name, "Dev Patel") outside
+    quotes, without a sentence's first word, a day's or month's name or an acronym ("IDs").
+    Listed: linked by commas, "and" or "or" (the last link "and" or "or": "Paris, France" is
+    no list): "between Lyon and Bordeaux" lists [("Lyon", 23), ("Bordeaux", 32)]. In the same
+    words: after the same two words ("the cheapest hotel in Milan ... and the cheapest hotel
+    in Turin"). A plan that uses one of them has the others still to do."""
+    rest = unquoted(request)
+    names: list[tuple[str, int, int]] = []  # name, start, end
+    for word in _CAPITALISED.finditer(rest):
+        if (
+            word[0] in _CALENDAR_WORDS
+            or sum(letter.isupper() for letter in word[0]) > 1
+            or _SENTENCE_START.search(rest[: word.start()])
+        ):
+            continue
+        if names and not rest[names[-1][2] : word.start()].strip():
+            start = names[-1][1]
+            names[-1] = (rest[start : word.end()], start, word.end())
+        else:
+            names.append((word[0], word.start(), word.end()))
+    groups: list[list[tuple[str, int]]] = []
+    run = names[:1]
+    for after in [*names[1:], None]:
+        if after is not None and _LIST_LINK.fullmatch(rest[run[-1][2] : after[1]]):
+            run.append(after)
+            continue
+        if len(run) > 1 and _AND_OR.search(rest[run[-2][2] : run[-1][1]]):
+            groups.append([(name, start) for name, start, _ in run])
+        run = [after] if after is not None else []
+    alike: dict[tuple[str, ...], list[tuple[str, int]]] = {}
+    for name, start, _ in names:
+        before = tuple(word.casefold() for word in _WORD.findall(rest[:start])[-2:])
+        alike.setdefault(before, []).append((name, start))
+    return groups + [same for before, same in alike.items() if len(before) == 2 and len(same) > 1]
 
 
 _RECIPIENT = re.compile(
@@ -566,6 +642,30 @@ def spans_matching(request: str, schema: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(accepted))
 
 
+def placed(tool: ToolDescriptor, args: dict[str, Any], request: str) -> dict[str, Any]:
+    """`args` with an optional free text that is exactly a word of the request another
+    parameter's selective pattern takes moved to that parameter, where it has no value yet:
+    `search_tickets(query="SRCH")` is `project="SRCH"` when `project` takes `^[A-Z]{2,6}$`
+    (a model that has not seen the catalogue fills the first parameter that takes any text)."""
+    props = tool.parameters.get("properties", {})
+    required = set(tool.parameters.get("required", []))
+    moved = dict(args)
+    for name, value in args.items():
+        if name in required or not isinstance(value, str) or not _free_text(props.get(name, {})):
+            continue
+        home = next(
+            (
+                other
+                for other, schema in props.items()
+                if other not in moved and value in spans_matching(request, schema)
+            ),
+            None,
+        )
+        if home is not None:
+            moved = {home if key == name else key: val for key, val in moved.items()}
+    return moved
+
+
 def _plain(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
@@ -595,6 +695,25 @@ def reapplies(step: Step, earlier: list[Step]) -> bool:
                 if others == {k: v for k, v in source.args.items() if k != name}:
                     return True
     return False
+
+
+def reads_back(step: Step, earlier: Sequence[Step], tools: dict[str, ToolDescriptor]) -> bool:
+    """Whether `step`, a lookup (its tool says it only reads), reads a file an earlier step of
+    the plan wrote: a path parameter given the result of a step whose tool acts
+    (`extract_invoice(path=$3.path)` after `generate_report` as step 3). The request asked
+    for the file written, not for it read back: small models run on, reading what they wrote
+    and writing again (a report, an invoice read from it, its summary, the report again)."""
+    tool = tools[step.tool]
+    if tool.read_only is not True:
+        return False
+    wrote = {s.id for s in earlier if s.tool in tools and tools[s.tool].read_only is False}
+    props = tool.parameters.get("properties", {})
+    return any(
+        ref.step in wrote
+        for name, value in step.args.items()
+        if name in props and is_path(name, props[name])
+        for ref in references({name: value})
+    )
 
 
 def standard_codes(schema: dict[str, Any]) -> list[str]:
