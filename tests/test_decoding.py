@@ -1243,6 +1243,70 @@ def test_a_step_that_uses_what_is_said_after_a_listed_name_still_to_do_is_chosen
     assert [s.tool for s in off[:2]] == ["search_hotels", "send_email"]
 
 
+def test_a_step_chosen_again_for_coming_early_is_one_of_the_tools_that_took_its_like() -> None:
+    """The mail after the weather in Lyon skips Bordeaux: it is chosen again among the tools
+    that took a listed name (the weather's), not the model's next wish (a hotel search), and
+    without `done` (the end would drop what the request said before). Where no such step can
+    be made, the mail as first chosen is kept: the order is not worth a step asked for. A
+    mail whose text says "a nice hotel" has not said "Nice"."""
+    request = (
+        "Get the weather in Lyon and in Bordeaux on 2026-03-06 and email both to ann@example.com"
+    )
+    wish = (
+        '1. get_weather(city="Lyon", date="2026-03-06")\n'
+        '2. send_email(to="ann@example.com", subject="Lyon", body="{$1.summary}")\n'
+        'search_hotels(city="Bordeaux", check_in="2026-03-06", nights=2)\n'
+        "done"
+    )
+    assert [(s.tool, s.args.get("city")) for s in plan(request, wish)[:2]] == [
+        ("get_weather", "Lyon"),
+        ("get_weather", "Bordeaux"),
+    ]
+    assert [s.tool for s in plan(request, wish, off=frozenset({"said-order"}))][:2] == [
+        "get_weather",
+        "send_email",
+    ]
+    # the model has no city of its own to write: the weather chosen again is no call
+    ends = wish.replace('search_hotels(city="Bordeaux", check_in="2026-03-06", nights=2)\n', "")
+    steps = plan(request, ends)
+    assert [s.tool for s in steps] == ["get_weather", "send_email"]
+    assert steps[1].args["to"] == "ann@example.com"
+    nice = request.replace("Bordeaux", "Nice")
+    a_nice_hotel = wish.replace("{$1.summary}", "A nice hotel: {$1.summary}").replace(
+        "Bordeaux", "Nice"
+    )
+    assert [(s.tool, s.args.get("city")) for s in plan(nice, a_nice_hotel)[:2]] == [
+        ("get_weather", "Lyon"),
+        ("get_weather", "Nice"),
+    ]
+
+
+def test_each_of_the_names_a_request_lists_is_done_once_a_step_used_every_one() -> None:
+    """ "Hotels in Lyon and Bordeaux ... email each": once both are searched, the request's
+    "each" is done; the hotels found are no list it asked to go through (a mail a hotel)."""
+    request = (
+        "Find hotels in Lyon and Bordeaux for 2 nights from 2026-03-06 and email each to "
+        "ann@example.com"
+    )
+    wish = (
+        '1. search_hotels(city="Lyon", check_in="2026-03-06", nights=2)\n'
+        '2. search_hotels(city="Bordeaux", check_in="2026-03-06", nights=2)\n'
+        '3. for each item in $2.hotels: send_email(to="ann@example.com", subject="Hotel", '
+        'body="{$item.name}")\n'
+        "done"
+    )
+    steps = plan(request, wish)
+    assert [s.each for s in steps] == [None, None, None]
+    one_city = (
+        '1. search_hotels(city="Lyon", check_in="2026-03-06", nights=2)\n'
+        '2. for each item in $1.hotels: send_email(to="ann@example.com", subject="Hotel", '
+        'body="{$item.name}")\n'
+        "done"
+    )
+    for_each = plan(request.replace("Lyon and Bordeaux", "Lyon"), one_city)
+    assert [s.each for s in for_each] == [None, "$1.hotels"]  # no name listed: its hotels
+
+
 def test_a_step_that_skips_a_given_the_plan_came_to_in_order_is_chosen_again() -> None:
     """Milan from the 16th, Turin from the 18th, then one mail: the mail after Milan's
     booking uses the address, said after "18", which the plan (begun on "2" and "16") has
@@ -1337,6 +1401,19 @@ def test_a_free_text_that_another_parameter_s_pattern_takes_is_moved_to_it() -> 
         request, '1. search_tickets(query="reindex", status="open")\ndone', catalogue=(TICKETS,)
     )
     assert words[0].args == {"query": "reindex", "status": "open"}
+    # a key the request says as the subject searched for, not beside "tickets" or "project"
+    topic = plan(
+        "Find tickets about SSO login failures",
+        '1. search_tickets(query="SSO")\ndone',
+        catalogue=(TICKETS,),
+    )
+    assert topic[0].args == {"query": "SSO"}
+    keyed = plan(
+        "Search the project SSO for login failures",
+        '1. search_tickets(query="SSO")\ndone',
+        catalogue=(TICKETS,),
+    )
+    assert keyed[0].args == {"project": "SSO"}
 
 
 def test_the_same_call_for_the_values_in_another_order_is_no_step_skipped() -> None:

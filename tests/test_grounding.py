@@ -375,6 +375,14 @@ def test_names_a_request_lists_or_says_in_the_same_words() -> None:
     assert listed("Hotels in Paris, France please") == []
     assert listed("Lyon and Bordeaux are both fine, mail the IDs on Friday and Monday") == []
     assert listed("Email ann@example.com 'Oslo and Bergen' as the subject") == []
+    # a colon ends no sentence; names in any alphabet with capitals; "O'Brien", "McDonald"
+    assert listed("Cities: Lyon, Bordeaux and Nice") == [
+        [("Lyon", 8), ("Bordeaux", 14), ("Nice", 27)]
+    ]
+    assert listed("Book hotels in Zürich and Évian") == [[("Zürich", 15), ("Évian", 26)]]
+    assert listed("Invite O'Brien and McDonald") == [[("O'Brien", 7), ("McDonald", 19)]]
+    # one name said twice after the same words is no list
+    assert listed("The weather in Lyon now and the weather in Lyon at noon") == []
 
 
 def test_where_a_request_gives_a_value() -> None:
@@ -386,3 +394,5 @@ def test_where_a_request_gives_a_value() -> None:
     assert said_at(request, ("Ok 2.", "Ok 2")) == 36
     assert said_at(request, ("ann@example.com",)) == 46
     assert said_at("two hours", ("2", "120")) is None
+    assert said_at("It costs 8.5 or 8", ("8",)) == 16  # not the 8 of 8.5
+    assert said_at("At 10:30 in room 10", ("10",)) == 17  # not the hour of a time

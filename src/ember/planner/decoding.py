@@ -122,6 +122,37 @@ class _InventedPath(_Ungrounded):
     request for one about a file ("summarize this: '...'" read as a file to read)."""
 
 
+class _Reordered:
+    """The steps of a plan chosen again for coming before what the request says before them
+    (rule `said-order`): by step id, the tools among which each is chosen again (`only`: those
+    that took the like of what it skipped), and where it was first chosen, to go back to."""
+
+    def __init__(self, cursor: ContextCursor) -> None:
+        self._cursor = cursor
+        self.only: dict[int, list[str]] = {}
+        self._first: dict[int, tuple[object, str]] = {}  # the mark before it, its tool
+        self.kept: set[int] = set()  # steps gone back to: kept as first chosen
+
+    def choose_again(self, step_id: int, tools: list[str], mark: object, tool: str) -> None:
+        """Step `step_id`, of `tool`, chosen at `mark`, is chosen again among `tools`."""
+        self.only[step_id] = tools
+        self._first.setdefault(step_id, (mark, tool))
+
+    def go_back(self, step_id: int, given_up: list[str]) -> bool:
+        """Where the step chosen again in place of step `step_id` cannot be made (no such
+        call, or one that ends the plan), go back to choose it as first chosen, its tool no
+        longer given up (`given_up`): the request's order is not worth a step it asked for.
+        Whether it went back."""
+        if step_id not in self.only:
+            return False
+        mark, tool = self._first.pop(step_id)
+        del self.only[step_id]
+        given_up.remove(tool)
+        self.kept.add(step_id)
+        self._cursor.rewind(mark)
+        return True
+
+
 class PlanDecoder:
     """Decodes one plan over `catalogue` for `request` (made on `today`), step by step, through
     `cursor`: a model's context that already holds the prompt's prefix. Values the user must
@@ -163,7 +194,7 @@ class PlanDecoder:
         # (every, all) of several things it does not count ("both" and "the three files" are
         # steps of their own: rule `counted`).
         self._each_asked = "for-each" not in off and grounding.asks_for_each(
-            request, counted="counted" in off
+            request, counted_too="counted" in off
         )
         # A text that has copied a quoted sentence whole is complete: the model ran on past
         # such an end into plan syntax (`... until Monday 09:00. after 1`).
@@ -200,39 +231,30 @@ class PlanDecoder:
         first = None if steps else self._doubt("1. ", DONE)
         tried: dict[int, list[str]] = {}  # by step id: tools chosen that could not be grounded
         held: Step | None = None  # a first call in doubt, until the next step uses its result
-        # by step id: steps chosen again for coming before what is said before them, and the
-        # tools that took its like, among which it is chosen (`said-order`)
-        early: dict[int, list[str]] = {}
+        order = _Reordered(cursor)  # steps chosen again for coming early (`said-order`)
         while len(steps) < min(max_steps, MAX_STEPS) + len(earlier):
             step_id = max((step.id for step in steps), default=0) + 1
             unused = self._unused(steps, {})
             passed = tried.setdefault(step_id, [])
             # a first tool given up stays given up (`passed` is this step's)
             names = self._offered(
-                steps, unused, failed, [*tried.get(1, ()), *passed], early.get(step_id)
+                steps, unused, failed, [*tried.get(1, ()), *passed], order.only.get(step_id)
             )
             # A plan begun leaves nothing the user gave unused (an address, a path, a code, a
             # number): small models stop before the last action ("... and email it to X").
             # While something is left that a tool could take, the plan goes on, for at most
             # two steps in a row that use none of it (a step in between may be needed).
             left = self._unused_givens(steps) if steps else []
-            can_end = self._may_end(names, left, pushed, early=step_id in early)
+            can_end = self._may_end(names, left, pushed, early=step_id in order.only)
             doubt = first if not steps else None
             if doubt == "abstain":
                 break  # no tool fits: the model's preference for a step is too weak
             mark = cursor.mark() if self._chooses_again(steps, doubt, left, passed) else None
-            # A list in a result nothing uses yet may be gone through item by item.
-            # (not on a step chosen again for coming too early: it is one of the tools' calls)
-            lists = [
-                ref
-                for ref, _ in self._lists(unused)
-                if self._asks_each(steps) and step_id not in early
-            ]
-            calls = [f"{step_id}. {name}(" for name in names]
-            each_options = [f"{step_id}. {FOR_EACH}${ref}: " for ref in lists]
-            choice = cursor.choose(calls + each_options + [DONE] * can_end)
-            if can_end and steps and cursor.scores:  # how much the model wanted to go on
-                self.end_margins.append(max(cursor.scores[:-1]) - cursor.scores[-1])
+            # (no step over a list for a step chosen again for coming too early: it is one of
+            # the tools' calls; nor `done`, see `_may_end`)
+            choice, lists = self._choose(
+                step_id, names, unused, steps, can_end=can_end, each=step_id not in order.only
+            )
             if choice == len(names) + len(lists):
                 break
             try:
@@ -250,26 +272,58 @@ class PlanDecoder:
                 ):
                     self._give_up(names[choice], passed, mark)
                     continue
+                if order.go_back(step_id, passed):
+                    continue
                 break  # the step needs a value that neither the request nor a result has
             verdict = self._verdict(
-                step, steps, failed=failed, doubt=doubt, passed=passed, left=left, held=held
+                step,
+                steps,
+                failed=failed,
+                doubt=doubt,
+                passed=passed,
+                left=left,
+                held=held,
+                ordered=step_id in order.kept,
             )
             if verdict in ("again", "early") and mark is not None and choice < len(names):
-                early.update(
-                    {step_id: self._continuing(step, steps, failed, passed)}
-                    if verdict == "early"
-                    else {}
-                )
+                if verdict == "early":
+                    order.choose_again(
+                        step_id, self._continuing(step, steps, failed, passed), mark, step.tool
+                    )
                 self._give_up(step.tool, passed, mark)
                 continue
             if verdict not in ("keep", "hold", "early"):  # (no choice left: in order enough)
+                if order.go_back(step_id, passed):
+                    continue
                 break
             steps.append(step)
             held = self._emit(steps, step if verdict == "hold" else held, on_step)
-            used_some = len(self._unused_givens(steps)) < len(left)
-            pushed = 0 if can_end or used_some else pushed + 1
+            pushed = 0 if can_end or len(self._unused_givens(steps)) < len(left) else pushed + 1
         # a first call held in doubt that no next step the request names used: no tool fits
         return steps[len(earlier) :] if held is None else []
+
+    def _choose(
+        self,
+        step_id: int,
+        names: Sequence[str],
+        unused: Sequence[Step],
+        steps: list[Step],
+        *,
+        can_end: bool,
+        each: bool,
+    ) -> tuple[int, list[str]]:
+        """The model's choice of step `step_id`: a call of one of `names`, a step over a list in
+        a result nothing uses yet (`unused`; where the request asks for something done to each
+        of several things and `each`), or `done` where the plan `can_end` (in that order).
+        Returns the choice's index and the lists offered."""
+        cursor = self._cursor
+        lists = [ref for ref, _ in self._lists(unused)] if each and self._asks_each(steps) else []
+        calls = [f"{step_id}. {name}(" for name in names]
+        each_options = [f"{step_id}. {FOR_EACH}${ref}: " for ref in lists]
+        choice = cursor.choose(calls + each_options + [DONE] * can_end)
+        if can_end and steps and cursor.scores:  # how much the model wanted to go on
+            self.end_margins.append(max(cursor.scores[:-1]) - cursor.scores[-1])
+        return choice, lists
 
     def _emit(
         self, steps: list[Step], held: Step | None, on_step: Callable[[Step], None]
@@ -314,10 +368,12 @@ class PlanDecoder:
         passed: Sequence[str],
         left: Sequence[str],
         held: Step | None,
+        ordered: bool = False,
     ) -> str:
         """What becomes of a step just decoded: "keep" it, "hold" it (a first call in doubt
         that the next step must use), choose the step "again" (where the decoder may), choose it
-        again as "early" (where the decoder may; else it is kept), or "end" the plan before it."""
+        again as "early" (where the decoder may, and the step is not `ordered`: chosen again
+        once for it already; else it is kept), or "end" the plan before it."""
         if any(step.tool == s.tool and step.args == s.args for s in [*steps, *failed]):
             return "end"  # a repeated call: small models loop; a plan never needs one twice
         if grounding.reapplies(step, steps):
@@ -333,7 +389,7 @@ class PlanDecoder:
             return "again"  # a step nobody asked for, after all that was asked
         if held is not None and not self._feeds_named(step, held):
             return "end"  # the call held in doubt was no lookup this step needs
-        if steps and self._continuing(step, steps, failed, passed):
+        if steps and not ordered and self._continuing(step, steps, failed, passed):
             return "early"  # something the request says before what it uses is still to do
         return "keep"
 
@@ -505,15 +561,15 @@ class PlanDecoder:
 
     def _asks_each(self, steps: list[Step]) -> bool:
         """Whether the request asks for something done to each of several things that `steps`
-        have not each done yet. Its "each" or "both" of names it lists ("Lyon and Bordeaux
-        ... the cheapest hotel in each") is done once a step has used every one of them: a
-        list in a result is then no list the request asked to go through (one mail for each
-        hotel found in Lyon)."""
+        have not each done yet. Its "each" of names it lists ("Lyon and Bordeaux ... the
+        cheapest hotel in each"; "both" too with rule `counted` off) is done once a step has
+        used every one of them: a list in a result is then no list the request asked to go
+        through (one mail for each hotel found in Lyon)."""
         if not self._each_asked:
             return False
-        held = json.dumps([step.args for step in steps], ensure_ascii=False).casefold()
+        held = _values(steps)
         return not self._listed or any(
-            name.casefold() not in held for names in self._listed for name, _ in names
+            not _holds(held, name) for names in self._listed for name, _ in names
         )
 
     def _skipped(self, step: Step, steps: list[Step]) -> str | None:
@@ -563,8 +619,7 @@ class PlanDecoder:
         tools = []
         for earlier in steps:
             if group is not None:
-                held = json.dumps(earlier.args, ensure_ascii=False).casefold()
-                took = any(name.casefold() in held for name in group)
+                took = any(_holds(_values([earlier]), name) for name in group)
             else:
                 gave = set(self._said) - set(self._unused_givens([earlier]))
                 took = any(_kind(given) == _kind(skipped) for given in gave)
@@ -577,10 +632,10 @@ class PlanDecoder:
         """What the user gave or listed that `steps` have still to use, with where the request
         says it: the givens no step holds, and the names listed with one a step holds."""
         pending = {g: self._said[g] for g in self._unused_givens(steps) if g in self._said}
-        held = json.dumps([step.args for step in steps], ensure_ascii=False).casefold()
+        held = _values(steps)
         for names in self._listed:
-            if any(name.casefold() in held for name, _ in names):
-                pending.update({n: at for n, at in names if n.casefold() not in held})
+            if any(_holds(held, name) for name, _ in names):
+                pending.update({n: at for n, at in names if not _holds(held, n)})
         return pending
 
     def _unused_givens(self, steps: list[Step]) -> list[str]:
@@ -944,6 +999,31 @@ def _kind(given: str) -> str:
 
 
 _PLAN_SYNTAX = re.compile(re.escape(FOR_EACH) + r"\$?[\w.]+:\s*\w+\([^)]*\)?")
+
+
+def _values(steps: Sequence[Step]) -> str:
+    """The values of `steps`' arguments (not their parameters' names), one a line."""
+    found: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+        else:
+            found.append(str(value))
+
+    for step in steps:
+        walk(step.args)
+    return "\n".join(found)
+
+
+def _holds(values: str, name: str) -> bool:
+    """Whether `values` (see `_values`) say `name`, a capitalised name, as written and as a
+    word of its own: "Nice" is not said by "a nice hotel", nor "Max" by `max_price`."""
+    return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", values) is not None
 
 
 def _indexed(reference: str) -> bool:

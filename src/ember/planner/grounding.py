@@ -106,13 +106,14 @@ _QUANTIFIER = re.compile(
 )
 
 
-def asks_for_each(request: str, *, counted: bool = True) -> bool:
+def asks_for_each(request: str, *, counted_too: bool = True) -> bool:
     """Whether a request asks for something done to each (every, all, both, "the three
     files") of several things: only then is a step over a list offered. Quoted text is what
     the request hands over, not what it asks ("shorten this: '... everyone must ...'").
-    `counted=False`: of things it does not count ("each", "every", "all"): "both" and "the
+    `counted_too=False`: of things it does not count ("each", "every", "all"): "both" and "the
     three files" say how many, so each of them is a step of its own (`$1.files.0`, `.1`)."""
-    return any(counted or not match["counted"] for match in _QUANTIFIER.finditer(unquoted(request)))
+    quantifiers = _QUANTIFIER.finditer(unquoted(request))
+    return any(counted_too or not match["counted"] for match in quantifiers)
 
 
 _INQUIRY = "what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did"
@@ -270,6 +271,9 @@ def givens(request: str, *, spoken: bool = True) -> list[Given]:
     return list(dict.fromkeys(found))
 
 
+_NUMERIC = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
+
+
 def said_at(request: str, given: Given) -> int | None:
     """Where in `request` the user first gives `given` (any of its forms, outside quotes; a
     quoted text where its quote is), or None where it is not written there as such (a number
@@ -280,19 +284,27 @@ def said_at(request: str, given: Given) -> int | None:
         if form in quoted_texts(request):
             found.append(request.find(form))
             continue
-        match = re.search(rf"(?<![\w.]){re.escape(form)}(?![\w@])", rest)
+        # a number stands apart from the number or time it could be part of ("8" in "8.5",
+        # "10" in "10:30" or "$10,000"); other values from words ("Sample1:", "C:/data")
+        apart = (
+            (_APART, r"(?![\w@:/]|[.,][0-9])")
+            if _NUMERIC.fullmatch(form)
+            else (r"(?<![\w.])", r"(?![\w@])")
+        )
+        match = re.search(rf"{apart[0]}{re.escape(form)}{apart[1]}", rest)
         if match:
             found.append(match.start())
     return min(found, default=None)
 
 
-# A capitalised word ("Lyon", "Dev", "O'Brien"), and what may stand between the names of a list
-# ("Lyon and Bordeaux", "Oslo, Bergen or in Tromsø"); a sentence's first word is no name.
-_CAPITALISED = re.compile(r"(?<![\w'’-])[A-Z][\w'’-]*")
+# A capitalised word ("Lyon", "Zürich", "O'Brien", "McDonald"), and what may stand between the
+# names of a list ("Lyon and Bordeaux", "Oslo, Bergen or in Tromsø"); a sentence's first word
+# is no name (a colon or a semicolon ends no sentence: "Cities: Lyon, Bordeaux and Nice").
+_CAPITALISED = re.compile(r"(?<![\w'’-])(?=[^\W\d_])[\w'’-]+")
 _LIST_LINK = re.compile(r"\s*,\s*|,?\s+(?:and|or)\s+(?:(?:in|at|for|from|to|of|on)\s+)?")
 _WORD = re.compile(r"[\w'’-]+")
 _AND_OR = re.compile(r"\b(?:and|or)\b")
-_SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n\s*)$")
+_SENTENCE_START = re.compile(r"(?:^|[.!?]\s+|[。！？]\s*|\n\s*)$")
 _CALENDAR_WORDS = frozenset(
     (
         *("I", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"),
@@ -309,13 +321,15 @@ def listed_names(request: str) -> list[list[tuple[str, int]]]:
     Listed: linked by commas, "and" or "or" (the last link "and" or "or": "Paris, France" is
     no list): "between Lyon and Bordeaux" lists [("Lyon", 23), ("Bordeaux", 32)]. In the same
     words: after the same two words ("the cheapest hotel in Milan ... and the cheapest hotel
-    in Turin"). A plan that uses one of them has the others still to do."""
+    in Turin"). A plan that uses one of them has the others still to do. Names are found in
+    any alphabet that has capitals ("Zürich", "Évian")."""
     rest = unquoted(request)
     names: list[tuple[str, int, int]] = []  # name, start, end
     for word in _CAPITALISED.finditer(rest):
         if (
-            word[0] in _CALENDAR_WORDS
-            or sum(letter.isupper() for letter in word[0]) > 1
+            not word[0][0].isupper()
+            or word[0] in _CALENDAR_WORDS
+            or word[0][1:2].isupper()  # an acronym: "IDs", "PDFs", "SRCH"
             or _SENTENCE_START.search(rest[: word.start()])
         ):
             continue
@@ -337,7 +351,9 @@ def listed_names(request: str) -> list[list[tuple[str, int]]]:
     for name, start, _ in names:
         before = tuple(word.casefold() for word in _WORD.findall(rest[:start])[-2:])
         alike.setdefault(before, []).append((name, start))
-    return groups + [same for before, same in alike.items() if len(before) == 2 and len(same) > 1]
+    said_alike = [same for before, same in alike.items() if len(before) == 2]
+    # (one name said twice is no list: "in Lyon ... in Lyon")
+    return [g for g in groups + said_alike if len({name.casefold() for name, _ in g}) > 1]
 
 
 _RECIPIENT = re.compile(
@@ -644,9 +660,11 @@ def spans_matching(request: str, schema: dict[str, Any]) -> list[str]:
 
 def placed(tool: ToolDescriptor, args: dict[str, Any], request: str) -> dict[str, Any]:
     """`args` with an optional free text that is exactly a word of the request another
-    parameter's selective pattern takes moved to that parameter, where it has no value yet:
-    `search_tickets(query="SRCH")` is `project="SRCH"` when `project` takes `^[A-Z]{2,6}$`
-    (a model that has not seen the catalogue fills the first parameter that takes any text)."""
+    parameter's selective pattern takes moved to that parameter, where it has no value yet and
+    the request says the word beside that parameter's name or the tool's subject:
+    `search_tickets(query="SRCH")` for "the open SRCH tickets" is `project="SRCH"` when
+    `project` takes `^[A-Z]{2,6}$` (a model that has not seen the catalogue fills the first
+    parameter that takes any text); "tickets about SSO login failures" keeps its query."""
     props = tool.parameters.get("properties", {})
     required = set(tool.parameters.get("required", []))
     moved = dict(args)
@@ -657,13 +675,28 @@ def placed(tool: ToolDescriptor, args: dict[str, Any], request: str) -> dict[str
             (
                 other
                 for other, schema in props.items()
-                if other not in moved and value in spans_matching(request, schema)
+                if other not in moved
+                and value in spans_matching(request, schema)
+                and _beside(request, value, [*_words(other), *_words(tool.tool_name)])
             ),
             None,
         )
         if home is not None:
             moved = {home if key == name else key: val for key, val in moved.items()}
     return moved
+
+
+def _beside(request: str, word: str, subjects: Sequence[str]) -> bool:
+    """Whether `request` says `word` next to one of `subjects` (in any form, `_same_word`):
+    "SRCH tickets", "the project SRCH"."""
+    words = [w.strip(".,;:!?()[]'\"“”「」") for w in unquoted(request).split()]
+    return any(
+        _same_word(subject, near.casefold())
+        for at, said in enumerate(words)
+        if said == word
+        for near in words[max(at - 1, 0) : at] + words[at + 1 : at + 2]
+        for subject in subjects
+    )
 
 
 def _plain(value: float) -> str:
