@@ -1003,21 +1003,15 @@ _PLAN_SYNTAX = re.compile(re.escape(FOR_EACH) + r"\$?[\w.]+:\s*\w+\([^)]*\)?")
 
 def _values(steps: Sequence[Step]) -> str:
     """The values of `steps`' arguments (not their parameters' names), one a line."""
-    found: list[str] = []
+    return "\n".join(leaf for step in steps for leaf in _leaves(step.args))
 
-    def walk(value: Any) -> None:
-        if isinstance(value, dict):
-            for item in value.values():
-                walk(item)
-        elif isinstance(value, list):
-            for item in value:
-                walk(item)
-        else:
-            found.append(str(value))
 
-    for step in steps:
-        walk(step.args)
-    return "\n".join(found)
+def _leaves(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list):
+        return [leaf for item in value for leaf in _leaves(item)]
+    return [str(value)]
 
 
 def _holds(values: str, name: str) -> bool:
