@@ -619,7 +619,8 @@ class PlanDecoder:
         tools = []
         for earlier in steps:
             if group is not None:
-                took = any(_holds(_values([earlier]), name) for name in group)
+                held = _values([earlier])
+                took = any(_holds(held, name) for name in group)
             else:
                 gave = set(self._said) - set(self._unused_givens([earlier]))
                 took = any(_kind(given) == _kind(skipped) for given in gave)

@@ -271,9 +271,6 @@ def givens(request: str, *, spoken: bool = True) -> list[Given]:
     return list(dict.fromkeys(found))
 
 
-_NUMERIC = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
-
-
 def said_at(request: str, given: Given) -> int | None:
     """Where in `request` the user first gives `given` (any of its forms, outside quotes; a
     quoted text where its quote is), or None where it is not written there as such (a number
@@ -288,7 +285,7 @@ def said_at(request: str, given: Given) -> int | None:
         # "10" in "10:30" or "$10,000"); other values from words ("Sample1:", "C:/data")
         apart = (
             (_APART, r"(?![\w@:/]|[.,][0-9])")
-            if _NUMERIC.fullmatch(form)
+            if NUMERIC.match(form)
             else (r"(?<![\w.])", r"(?![\w@])")
         )
         match = re.search(rf"{apart[0]}{re.escape(form)}{apart[1]}", rest)
@@ -647,7 +644,7 @@ def spans_matching(request: str, schema: dict[str, Any]) -> list[str]:
     pattern = schema.get("pattern")
     if not pattern or schema.get("format") or "enum" in schema:
         return []
-    words = [word.strip(".,;:!?()[]'\"“”「」") for word in request.split()]
+    words = _bare_words(request)
     parts = [part for word in words for part in (word, *re.split(r"[-/]", word)) if part]
     try:
         accepted = [part for part in parts if re.fullmatch(pattern, part)]
@@ -689,7 +686,7 @@ def placed(tool: ToolDescriptor, args: dict[str, Any], request: str) -> dict[str
 def _beside(request: str, word: str, subjects: Sequence[str]) -> bool:
     """Whether `request` says `word` next to one of `subjects` (in any form, `_same_word`):
     "SRCH tickets", "the project SRCH"."""
-    words = [w.strip(".,;:!?()[]'\"“”「」") for w in unquoted(request).split()]
+    words = _bare_words(unquoted(request))
     return any(
         _same_word(subject, near.casefold())
         for at, said in enumerate(words)
@@ -697,6 +694,11 @@ def _beside(request: str, word: str, subjects: Sequence[str]) -> bool:
         for near in words[max(at - 1, 0) : at] + words[at + 1 : at + 2]
         for subject in subjects
     )
+
+
+def _bare_words(text: str) -> list[str]:
+    """The words of `text` split at spaces, without the marks around them ("(PDFs),")."""
+    return [word.strip(".,;:!?()[]'\"“”「」") for word in text.split()]
 
 
 def _plain(value: float) -> str:
