@@ -408,6 +408,11 @@ def test_a_tool_is_named_by_its_name_its_result_or_a_value_only_some_tools_take(
     latency = Step(id=1, tool="query_metric", args={"metric": "latency_p95_ms"})
     assert grounding.names_tool(latency, metric, "p95 latency on checkout-web?", days=[])
     assert not grounding.names_tool(latency, metric, "is checkout-web slow?", days=[])
+    files = next(tool for tool in CATALOGUE if tool.tool_name == "list_files")
+    exports = Step(id=1, tool="list_files", args={"directory": "/srv/exports"})
+    assert grounding.names_tool(exports, files, "What's in /srv/exports?", days=[])  # a path
+    code = Step(id=1, tool="list_files", args={"directory": "C-20417"})
+    assert not grounding.names_tool(code, files, "Email C-20417 about it", days=[])  # no path
 
 
 def test_dates_are_chosen_among_real_days_around_today() -> None:

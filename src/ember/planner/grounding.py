@@ -513,7 +513,7 @@ def names_tool(step: Step, tool: ToolDescriptor, request: str, days: Sequence[st
     "forecast", "temperature"), in any form (the same word but for a plural ending, or, for
     words of five letters or more, the same first five letters: "hotels", "forecasts").
 
-    Or the call takes from the request a value of a kind only some tools take: a path, an
+    Or the call takes from the request a value of a kind only some tools take: a path it spells, an
     email address, a currency it names, one of the `days` it names (`Grounds.stated_days`), one
     of its parameter's stated choices ("p95 latency": `metric="latency_p95_ms"`), a text of more
     than three words (of three letters or more: "y = 3x + 2" has none) that is the request's
@@ -544,11 +544,17 @@ def names_tool(step: Step, tool: ToolDescriptor, request: str, days: Sequence[st
             or (kind == "enum" and any(_same_word(a, b) for a in _words(value) for b in said))
             or (EMAIL.fullmatch(value) and value.casefold() in lowered)
             or (kind == "date" and value in days)
-            or (is_path(name, schema) and (value in request or value in relative_paths(request)))
+            or (is_path(name, schema) and _spells_path(request, value))
             or (kind == "code3" and _names_currency(lowered, value))
         ):
             return True
     return False
+
+
+def _spells_path(request: str, value: str) -> bool:
+    """Whether `value` is a path the request spells: a code it gives ("C-20417") written where
+    a folder is asked for is none, though the request says it."""
+    return value in relative_paths(request) or (value in request and bool(PATH.search(value)))
 
 
 def _words(text: str) -> list[str]:
