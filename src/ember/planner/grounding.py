@@ -554,7 +554,7 @@ def names_tool(step: Step, tool: ToolDescriptor, request: str, days: Sequence[st
 def _spells_path(request: str, value: str) -> bool:
     """Whether `value` is a path the request spells: a code it gives ("C-20417") written where
     a folder is asked for is none, though the request says it."""
-    return value in relative_paths(request) or (value in request and bool(PATH.search(value)))
+    return (value in request and bool(PATH.search(value))) or value in relative_paths(request)
 
 
 def _words(text: str) -> list[str]:
