@@ -13,10 +13,12 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from ember.journal import RunStatus, StepDone, StepIntent, fold
+from ember.errors import JournalError, RunNotFoundError
+from ember.journal import RunStatus, StepDone, StepIntent, fold, pgwrite
 from ember.journal.leases import Leases
 from ember.journal.postgres import FencedError, PostgresJournal
 from ember.measure import fx
@@ -89,6 +91,47 @@ def test_a_stale_epoch_is_refused_and_the_other_runs_of_the_commit_are_written(
     assert successor.read("r-free") == events_of("r-free")[:1]
     zombie.close()
     successor.close()
+
+
+def test_a_commit_stalled_between_its_round_trips_gives_the_runs_row_lock_up(
+    postgres_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process stopped between its commit's reads and writes (here its event loop, blocked
+    right after the reads, as a SIGSTOP would) keeps the held run's row lock only until the
+    server ends its session, idle in a transaction: another session locks the row meanwhile
+    (a takeover's claim), and the stalled appender is told its append failed; nothing of it
+    was written."""
+    import psycopg
+
+    journal = PostgresJournal(postgres_db)
+    leases = Leases(postgres_db, "z:1")
+    waited: list[float] = []
+    fenced = pgwrite._fenced
+
+    def stalled(*args: Any) -> None:
+        started = time.monotonic()
+        with psycopg.connect(postgres_db, autocommit=True) as other:
+            other.execute("SET lock_timeout = '20s'")
+            with other.transaction():
+                other.execute("SELECT 1 FROM runs WHERE run_id = 'r-stalled' FOR UPDATE")
+        waited.append(time.monotonic() - started)
+        fenced(*args)
+
+    monkeypatch.setattr(pgwrite, "_fenced", stalled)
+
+    async def scenario() -> None:
+        await leases.enqueue("r-stalled", "task")
+        (claim,) = await leases.claim()
+        journal.hold("r-stalled", claim.epoch)
+        with pytest.raises(JournalError, match="cannot write to the journal"):
+            await journal.append(events_of("r-stalled")[0])
+        await leases.close()
+
+    asyncio.run(scenario())
+    assert len(waited) == 1, "the row stayed locked while the commit was stalled"
+    with pytest.raises(RunNotFoundError):
+        journal.read("r-stalled")
+    journal.close()
 
 
 def _worker(

@@ -41,6 +41,8 @@ _INSERT = (
 )
 
 
+_NEW_RUNS = "INSERT INTO runs(run_id) SELECT unnest(%s::text[]) ON CONFLICT (run_id) DO NOTHING"
+
 # The queue states that events change: a run done, or waiting for a person; a decision about
 # a waiting run puts it back in the queue.
 _QUEUE_STATES: dict[type, str] = {RunDone: "done", RunWaiting: "waiting", StepResolved: "queued"}
@@ -138,50 +140,73 @@ async def _transaction(
     epochs: dict[str, int],
     refused: dict[int, BaseException],
 ) -> tuple[list[tuple[tuple[object, ...], list[Queued]]], list[int]]:
-    """The commit as one transaction in two round trips (pipeline mode): the reads (new runs'
-    keys, the held runs' epochs under a share lock, the control version and the audit head),
-    then the writes and the commit. The audit head stays locked for one round trip."""
+    """The commit as one transaction in two round trips: BEGIN and the reads (new runs' keys,
+    the held runs' epochs under a share lock, the control version and the audit head), then
+    the writes and COMMIT. The audit head stays locked for one round trip.
+
+    Each round trip is one message (`_together`), so a process frozen anywhere in a commit
+    (SIGSTOP, a paused VM) cannot keep the runs' row locks, which their takeover needs: a
+    message the server holds whole it runs to its end without the client, and while it waits
+    for one, or for the rest of one, the session is idle in a transaction, which the server
+    ends after `idle_in_transaction_session_timeout`. (Pipeline mode sent each statement on
+    its own, and a session stopped between two of them is "active" with no timeout: it held
+    a run's lock until the process woke.)"""
     new = [run for run in runs if run not in keys]
     held = [run for run in runs if run in epochs]
     deciding = any(decides(event) for queued in runs.values() for event, _, _ in queued)
-    async with conn.pipeline(), conn.transaction():
-        if new:
-            await conn.execute(
-                "INSERT INTO runs(run_id) SELECT unnest(%s::text[]) ON CONFLICT (run_id) "
-                "DO NOTHING",
-                (new,),
-            )
-        reads = [
-            await conn.execute(sql, params) if wanted else None
-            for wanted, sql, params in (
-                (new, "SELECT run_id, run_key FROM runs WHERE run_id = ANY(%s)", (new,)),
-                (held, "SELECT run_id, epoch FROM runs WHERE run_id = ANY(%s) FOR SHARE", (held,)),
-                (deciding, "SELECT version FROM control WHERE id = 0 FOR SHARE", ()),
-                (deciding, "SELECT seq, chain FROM audit_head WHERE id = 0 FOR UPDATE", ()),
-            )
-        ]
-        found, fence, version, head = [
-            await cursor.fetchall() if cursor is not None else [] for cursor in reads
-        ]
-        keys.update(dict(found))
-        _fenced(runs, epochs, dict(fence), refused)
-        rows = [
-            row
-            for run, queued in runs.items()
-            if id(queued[0][0]) not in refused
-            for row in split(run, queued, keys[run])
-        ]
-        if deciding:
-            seq, digest = head[0]
-            chained = (int(seq), bytes(digest) if digest is not None else None)
-            values, chained = _chained(rows, refused, int(version[0][0]), chained)
-            await conn.execute("UPDATE audit_head SET seq = %s, chain = %s WHERE id = 0", chained)
-        else:
-            values = _unaudited(rows)
-        inserted = await conn.execute(_INSERT, _columns(values)) if values else None
-        await _states(conn, batch, keys, refused)
-    seqs = [seq for (seq,) in await inserted.fetchall()] if inserted is not None else []
+    reads: list[tuple[str, tuple[object, ...]]] = [("BEGIN", ())]
+    if new:
+        reads.append((_NEW_RUNS, (new,)))
+    first_read = len(reads)
+    wanted = [
+        (new, "SELECT run_id, run_key FROM runs WHERE run_id = ANY(%s)", (new,)),
+        (held, "SELECT run_id, epoch FROM runs WHERE run_id = ANY(%s) FOR SHARE", (held,)),
+        (deciding, "SELECT version FROM control WHERE id = 0 FOR SHARE", ()),
+        (deciding, "SELECT seq, chain FROM audit_head WHERE id = 0 FOR UPDATE", ()),
+    ]
+    reads += [(sql, params) for asked, sql, params in wanted if asked]
+    results = iter((await _together(conn, reads))[first_read:])
+    found, fence, version, head = [next(results) if asked else [] for asked, _, _ in wanted]
+    keys.update(dict(found))
+    _fenced(runs, epochs, dict(fence), refused)
+    rows = [
+        row
+        for run, queued in runs.items()
+        if id(queued[0][0]) not in refused
+        for row in split(run, queued, keys[run])
+    ]
+    writes: list[tuple[str, tuple[object, ...]]] = []
+    if deciding:
+        seq, digest = head[0]
+        chained = (int(seq), bytes(digest) if digest is not None else None)
+        values, chained = _chained(rows, refused, int(version[0][0]), chained)
+        writes.append(("UPDATE audit_head SET seq = %s, chain = %s WHERE id = 0", chained))
+    else:
+        values = _unaudited(rows)
+    writes += _states(batch, keys, refused)
+    if values:
+        writes.append((_INSERT, tuple(_columns(values))))
+    written = await _together(conn, [*writes, ("COMMIT", ())])
+    seqs = [seq for (seq,) in written[-2]] if values else []
     return values, seqs
+
+
+async def _together(
+    conn: Any, statements: list[tuple[str, tuple[object, ...]]]
+) -> list[list[tuple[Any, ...]]]:
+    """Run `statements` as one message (a simple query, its values bound here) and return each
+    statement's rows ([] for one that returns none)."""
+    import psycopg
+
+    cursor = psycopg.AsyncClientCursor(conn)
+    await cursor.execute(
+        "; ".join(sql for sql, _ in statements), [v for _, params in statements for v in params]
+    )
+    results: list[list[tuple[Any, ...]]] = []
+    while True:
+        results.append(list(await cursor.fetchall()) if cursor.description else [])
+        if not cursor.nextset():
+            return results
 
 
 def _fenced(
@@ -239,11 +264,11 @@ async def _insert(conn: Any, values: list[tuple[tuple[object, ...], list[Queued]
     return [seq for (seq,) in await cursor.fetchall()]
 
 
-async def _states(
-    conn: Any, batch: list[Queued], keys: dict[str, int], refused: dict[int, BaseException]
-) -> None:
-    """The queue states the committed events change: a run done, or waiting for a person; a
-    decision about a waiting run puts it back in the queue for a worker to resume."""
+def _states(
+    batch: list[Queued], keys: dict[str, int], refused: dict[int, BaseException]
+) -> list[tuple[str, tuple[object, ...]]]:
+    """The updates of the queue states the committed events change: a run done, or waiting for
+    a person; a decision about a waiting run puts it back in the queue for a worker to resume."""
     changes: dict[str, list[int]] = {}
     for event, _, _ in batch:
         if id(event) in refused:
@@ -251,9 +276,11 @@ async def _states(
         state = _QUEUE_STATES.get(type(event))
         if state is not None:
             changes.setdefault(state, []).append(keys[event.run_id])
-    for state, run_keys in changes.items():
-        await conn.execute(
+    return [
+        (
             "UPDATE runs SET state = %s, lease_until = NULL, owner = '' WHERE run_key = ANY(%s)"
             + (" AND state = 'waiting'" if state == "queued" else ""),
             (state, run_keys),
         )
+        for state, run_keys in changes.items()
+    ]
