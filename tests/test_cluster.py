@@ -134,6 +134,38 @@ def test_a_commit_stalled_between_its_round_trips_gives_the_runs_row_lock_up(
     journal.close()
 
 
+def test_a_control_change_stalled_in_its_transaction_gives_the_control_row_up(
+    postgres_db: str,
+) -> None:
+    """A control-plane change stopped inside its transaction (its process frozen with the
+    control row locked) keeps the row only until the server ends its session: a worker's
+    commit, which reads that row under a share lock, gets it meanwhile; the change is not
+    made, and its caller is told so."""
+    import psycopg
+
+    from ember.journal.pgcontrol import PostgresControlStore
+
+    PostgresJournal(postgres_db).close()  # the schema
+    store = PostgresControlStore(postgres_db)
+    before = store.version()
+    waited: list[float] = []
+
+    def stalled(db: Any, version: int, at: float) -> dict[str, Any]:
+        started = time.monotonic()
+        with psycopg.connect(postgres_db, autocommit=True) as other:
+            other.execute("SET lock_timeout = '20s'")
+            with other.transaction():
+                other.execute("SELECT version FROM control WHERE id = 0 FOR SHARE")
+        waited.append(time.monotonic() - started)
+        return {"by": "test"}
+
+    with pytest.raises(JournalError, match="nothing was changed"):
+        store._change("policy.set", stalled)
+    assert len(waited) == 1, "the control row stayed locked while the change was stalled"
+    assert store.version() == before
+    store.close()
+
+
 def _worker(
     url: str, root: Path, name: str, *, lease: float = 1.0
 ) -> tuple[subprocess.Popen[bytes], Path]:

@@ -34,7 +34,7 @@ class PostgresControlStore:
 
         self.url, self.where = url, redacted(url)
         try:
-            self._conn = psycopg.connect(url, autocommit=True)
+            self._conn = _connect(url)
             migrate(self._conn, url)
         except psycopg.Error as exc:
             raise JournalError(f"cannot open the journal at {self.where}: {exc}") from None
@@ -50,7 +50,7 @@ class PostgresControlStore:
 
         if self._conn.broken or self._conn.closed:
             try:
-                self._conn = psycopg.connect(self.url, autocommit=True)
+                self._conn = _connect(self.url)
             except psycopg.Error as exc:
                 raise JournalError(f"cannot reach the journal at {self.where}: {exc}") from None
         return self._conn
@@ -150,7 +150,19 @@ class PostgresControlStore:
         return self._change("token.revoke" if role is None else "role.remove", store)
 
     def _change(self, kind: str, store: Store) -> int:
-        """One transaction: the change, the version bumped, the audit entry appended."""
+        """One transaction: the change, the version bumped, the audit entry appended; nothing
+        of it if the connection fails (`JournalError`)."""
+        import psycopg
+
+        try:
+            return self._changed(kind, store)
+        except psycopg.Error as exc:
+            raise JournalError(
+                f"cannot change the control plane at {self.where}: {exc}; nothing was changed, "
+                "try again"
+            ) from None
+
+    def _changed(self, kind: str, store: Store) -> int:
         at = time.time()
         db = self._db
         with db.transaction():
@@ -216,3 +228,16 @@ class PostgresControlStore:
 def _token(row: tuple[Any, ...]) -> TokenRecord:
     name, roles, digest, created_at, revoked_at = row
     return TokenRecord(name, tuple(json.loads(roles)), digest, created_at, revoked_at)
+
+
+def _connect(url: str) -> Any:
+    """A connection for the store: a change holds the control row and the audit head locked
+    (every audited commit waits for them), so the server ends the session of a process frozen
+    in the middle of one (`ENDS_IDLE_TRANSACTIONS`)."""
+    import psycopg
+
+    from ember.journal.pgschema import ENDS_IDLE_TRANSACTIONS
+
+    conn = psycopg.connect(url, autocommit=True)
+    conn.execute(ENDS_IDLE_TRANSACTIONS)
+    return conn

@@ -24,7 +24,12 @@ from typing import Any
 
 from ember.errors import JournalError
 
-__all__ = ["MIGRATIONS", "migrate", "redacted"]
+__all__ = ["ENDS_IDLE_TRANSACTIONS", "MIGRATIONS", "migrate", "redacted"]
+
+# Run on every session that takes locks other processes wait for (the journal's commits, the
+# control plane's changes): the server ends such a session when it is idle in a transaction for
+# 5 s, so a process frozen in the middle of one (SIGSTOP, a paused VM) cannot keep the locks.
+ENDS_IDLE_TRANSACTIONS = "SET idle_in_transaction_session_timeout = '5s'"
 
 MIGRATIONS: Sequence[str] = (
     """

@@ -18,6 +18,7 @@ from typing import Any
 from ember.errors import JournalError, PolicyChangedError
 from ember.journal.audit import audit_entry, chain, guard_of
 from ember.journal.events import Recorded, RunDone, RunWaiting, StepResolved
+from ember.journal.pgschema import ENDS_IDLE_TRANSACTIONS
 from ember.journal.rows import Head, Queued, Row, by_run, decides, encoded, split
 
 __all__ = ["FencedError", "Writer", "commit"]
@@ -61,9 +62,9 @@ class Writer:
 
         try:
             conn = await psycopg.AsyncConnection.connect(url, autocommit=True)
-            # a process frozen mid-commit (SIGSTOP, a paused VM) must not keep its locks on
-            # the runs' rows, or nobody could take its runs over: the server ends the session
-            await conn.execute("SET idle_in_transaction_session_timeout = '5s'")
+            # a process frozen mid-commit must not keep its locks on the runs' rows, or nobody
+            # could take its runs over (and see `_transaction`)
+            await conn.execute(ENDS_IDLE_TRANSACTIONS)
         except psycopg.Error as exc:
             raise JournalError(f"cannot write to the journal at {where}: {exc}") from None
         return cls(conn, loop)
