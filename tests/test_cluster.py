@@ -101,20 +101,13 @@ def test_a_commit_stalled_between_its_round_trips_gives_the_runs_row_lock_up(
     server ends its session, idle in a transaction: another session locks the row meanwhile
     (a takeover's claim), and the stalled appender is told its append failed; nothing of it
     was written."""
-    import psycopg
-
     journal = PostgresJournal(postgres_db)
     leases = Leases(postgres_db, "z:1")
     waited: list[float] = []
     fenced = pgwrite._fenced
 
     def stalled(*args: Any) -> None:
-        started = time.monotonic()
-        with psycopg.connect(postgres_db, autocommit=True) as other:
-            other.execute("SET lock_timeout = '20s'")
-            with other.transaction():
-                other.execute("SELECT 1 FROM runs WHERE run_id = 'r-stalled' FOR UPDATE")
-        waited.append(time.monotonic() - started)
+        waited.append(_locked(postgres_db, "SELECT 1 FROM runs WHERE run_id = 'r-stalled'"))
         fenced(*args)
 
     monkeypatch.setattr(pgwrite, "_fenced", stalled)
@@ -141,8 +134,6 @@ def test_a_control_change_stalled_in_its_transaction_gives_the_control_row_up(
     control row locked) keeps the row only until the server ends its session: a worker's
     commit, which reads that row under a share lock, gets it meanwhile; the change is not
     made, and its caller is told so."""
-    import psycopg
-
     from ember.journal.pgcontrol import PostgresControlStore
 
     PostgresJournal(postgres_db).close()  # the schema
@@ -151,12 +142,7 @@ def test_a_control_change_stalled_in_its_transaction_gives_the_control_row_up(
     waited: list[float] = []
 
     def stalled(db: Any, version: int, at: float) -> dict[str, Any]:
-        started = time.monotonic()
-        with psycopg.connect(postgres_db, autocommit=True) as other:
-            other.execute("SET lock_timeout = '20s'")
-            with other.transaction():
-                other.execute("SELECT version FROM control WHERE id = 0 FOR SHARE")
-        waited.append(time.monotonic() - started)
+        waited.append(_locked(postgres_db, "SELECT 1 FROM control WHERE id = 0", "SHARE"))
         return {"by": "test"}
 
     with pytest.raises(JournalError, match="nothing was changed"):
@@ -164,6 +150,19 @@ def test_a_control_change_stalled_in_its_transaction_gives_the_control_row_up(
     assert len(waited) == 1, "the control row stayed locked while the change was stalled"
     assert store.version() == before
     store.close()
+
+
+def _locked(url: str, select: str, mode: str = "UPDATE") -> float:
+    """Lock the rows of `select` (`FOR mode`) from another session, as a worker's claim or
+    commit would: the seconds it waited. A lock not had in 20 s fails the test."""
+    import psycopg
+
+    started = time.monotonic()
+    with psycopg.connect(url, autocommit=True) as other:
+        other.execute("SET lock_timeout = '20s'")
+        with other.transaction():
+            other.execute(f"{select} FOR {mode}")
+    return time.monotonic() - started
 
 
 def _worker(
