@@ -23,33 +23,21 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from ember.planner import prompt
 from ember.planner.base import PlanningTask
-from ember.planner.decoding import PlanDecoder
-from ember.planner.llama import LlamaModel, LlamaPlanner
-from ember.planner.vocabulary import Cursor
+from ember.planner.llama import LlamaPlanner
 from ember.tools.demo import demo_catalog
 from ember.tools.descriptor import ToolDescriptor
 
 
 def first_step(planner: LlamaPlanner, task: PlanningTask) -> tuple[str | None, float | None]:
-    """The decoder's first tool for `task` (None: `done`), and its first-choice margin."""
-    with planner._lock:
-        llm = planner._load()
-        planner._context_ready(llm, task)
-        decoder = PlanDecoder(
-            Cursor(LlamaModel(llm), planner._vocabulary(llm)),
-            task.catalogue,
-            today=task.today,
-            request=task.request,
-            abstain=None,
-        )
-        tokens = llm.tokenize(
-            prompt.build_request(task.request, task.today).encode(), add_bos=False, special=True
-        )
-        steps = decoder.decode(tokens, on_step=lambda step: None, max_steps=1)
-        planner._kv_end = llm.n_tokens
-    return (steps[0].tool if steps else None), decoder.first_margin
+    """The planner's first tool for `task` (None: `done`), and its first-choice margin."""
+    steps = planner._decode_with_model(
+        msgspec.structs.replace(task, max_steps=1), lambda event: None
+    )
+    return (steps[0].tool if steps else None), planner.last_margin
 
 
 def starts(task: dict[str, Any]) -> set[str]:
@@ -106,6 +94,7 @@ def main() -> int:
     if args.examples:
         show_examples(args.examples)
     planner = LlamaPlanner(shapes=False)
+    planner.abstain_band = None  # the band off: the model's own first choice, never checked
     right = judged = 0
     for line in Path(args.tasks).read_text(encoding="utf-8").splitlines():
         task = json.loads(line)
