@@ -188,7 +188,7 @@ async def _transaction(
     if values:
         writes.append((_INSERT, tuple(_columns(values))))
     written = await _together(conn, [*writes, ("COMMIT", ())])
-    seqs = [seq for (seq,) in written[-2]] if values else []
+    seqs = [seq for (seq,) in written[-2]] if values else []  # the INSERT's, before COMMIT
     return values, seqs
 
 
@@ -260,8 +260,7 @@ def _columns(values: list[tuple[tuple[object, ...], list[Queued]]]) -> list[list
 async def _insert(conn: Any, values: list[tuple[tuple[object, ...], list[Queued]]]) -> list[int]:
     if not values:
         return []
-    columns = list(zip(*[row for row, _ in values], strict=True))
-    cursor = await conn.execute(_INSERT, [list(column) for column in columns])
+    cursor = await conn.execute(_INSERT, _columns(values))
     return [seq for (seq,) in await cursor.fetchall()]
 
 
