@@ -8,10 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ember.app import build_planner
 from ember.config import Settings
 from ember.errors import UserError
-from ember.planner.examples import load_examples
 
 from .conftest import ember
 from .test_transports import Host
@@ -88,38 +86,3 @@ def test_module_sources_and_bad_configs(tmp_path: Path) -> None:
         Settings.load(config=str(typo))
     with pytest.raises(UserError, match="no config file at"):
         Settings.load(config=str(tmp_path / "none.toml"))
-
-
-def test_the_planners_worked_examples_come_from_ember_toml_and_are_checked(
-    tmp_path: Path,
-) -> None:
-    """`[planner] examples` is read from the config file's folder; a line that is no worked
-    example is refused with its file and line, before any model loads."""
-    (tmp_path / "conf").mkdir()
-    config = tmp_path / "conf" / "ember.toml"
-    config.write_text('[planner]\nexamples = "examples.jsonl"\n')
-    examples = tmp_path / "conf" / "examples.jsonl"
-    example = {
-        "today": "2026-02-09",
-        "request": "What is ACME trading at?",
-        "steps": [{"id": 1, "tool": "get_stock_price", "args": {"symbol": "ACME"}}],
-    }
-    examples.write_text(json.dumps(example) + "\n\n" + json.dumps({**example, "steps": []}))
-    settings = Settings.load(config=str(config))
-    assert settings.planner.examples == examples.resolve()
-    assert load_examples(examples) == (
-        ("2026-02-09", "What is ACME trading at?", example["steps"]),
-        ("2026-02-09", "What is ACME trading at?", []),
-    )
-    examples.write_text(json.dumps(example) + "\n" + json.dumps({**example, "today": "Monday"}))
-    with pytest.raises(UserError, match=r"examples.jsonl:2: .*\$.today.* a worked example is"):
-        load_examples(examples)
-    bad_step = {**example, "steps": [{"id": 0, "tool": "x", "args": {}}]}
-    examples.write_text(json.dumps(bad_step))
-    with pytest.raises(UserError, match=r"examples.jsonl:1: step id must be a positive"):
-        build_planner(settings.planner)
-    examples.write_text("\n")
-    with pytest.raises(UserError, match="holds no worked examples"):
-        load_examples(examples)
-    with pytest.raises(UserError, match="cannot read the planner's worked examples"):
-        load_examples(tmp_path / "none.jsonl")

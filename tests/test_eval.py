@@ -21,7 +21,6 @@ from ember.testing import ScriptedPlanner
 from ember.tools.demo import demo_catalog
 
 from .conftest import ember, shared_file
-from .test_planner_llama import _model_available
 
 SAMPLE = Path(__file__).parent / "data" / "tasks-sample.jsonl"
 
@@ -136,37 +135,3 @@ def test_cli_eval_planner(tmp_path: Path) -> None:
     bad = ember(dict(os.environ), "eval", "planner", "--tasks", str(tmp_path / "none.jsonl"))
     assert bad.returncode == 2
     assert "cannot read tasks" in bad.stderr
-
-
-@pytest.mark.model
-@pytest.mark.skipif(_model_available() is not None, reason=str(_model_available()))
-def test_cli_eval_planner_plans_an_unseen_catalogue_with_its_own_worked_examples(
-    tmp_path: Path,
-) -> None:
-    """`--examples`: the real model plans over the ops catalogue shown its own worked examples
-    (evals/planner/OPS.md); a file that holds none is refused before the model loads."""
-    evals = Path(__file__).parents[1] / "evals" / "planner"
-    args = ("eval", "planner", "--catalog", str(evals / "ops-catalog.json"))
-    tasks = evals / "ops.jsonl"
-    done = ember(
-        dict(os.environ),
-        *args,
-        "--tasks",
-        str(tasks),
-        "--limit",
-        "2",
-        "--examples",
-        str(evals / "ops-examples.jsonl"),
-        "--json",
-    )
-    assert done.returncode == 0, done.stderr
-    summary = json.loads(done.stdout)
-    assert summary["tasks"] == 2
-    assert summary["planner_errors"] == {}
-    assert summary["invalid"] == 0
-    empty = tmp_path / "none.jsonl"
-    empty.write_text("")
-    refused = ember(dict(os.environ), *args, "--tasks", str(tasks), "--examples", str(empty))
-    assert refused.returncode == 2
-    assert "holds no worked examples" in refused.stderr
-    assert "loading the model" not in refused.stderr

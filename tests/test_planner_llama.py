@@ -387,37 +387,6 @@ def test_catalogues_without_the_examples_tools_share_the_start_of_their_prompt()
     assert build_shared_head(CATALOGUE) == ""
 
 
-STOCK_EXAMPLE = (
-    "2026-01-12",
-    "What is ACME trading at?",
-    [{"id": 1, "tool": "get_stock_price", "args": {"symbol": "ACME"}}],
-)
-PAGE_EXAMPLE = (  # a tool STOCKS lacks
-    "2026-01-12",
-    "Page the on-call engineer of payments.",
-    [{"id": 1, "tool": "page_on_call", "args": {"team": "payments"}}],
-)
-
-
-def test_a_catalogues_own_worked_examples_come_after_its_tools_instead_of_the_demos() -> None:
-    """A deployment's examples (`[planner] examples`) over its catalogue's tools are shown after
-    them, in the compact syntax, and the demo's syntax examples are not: the catalogue's prompt
-    then starts with no shared head. An example whose tools the catalogue lacks is left out;
-    with fewer than two left, the prompt is the one it had without examples."""
-    prefix = build_prefix(STOCKS, [STOCK_EXAMPLE, STOCK_EXAMPLE, PAGE_EXAMPLE])
-    tools = prefix.index("get_stock_price(symbol: string)")
-    shown = prefix.index("Request: What is ACME trading at?\nPlan:\n1. get_stock_price(")
-    assert tools < prefix.index("Examples:") < shown
-    assert "Page the on-call" not in prefix
-    assert "Book the cheapest hotel in Berlin" not in prefix
-    assert build_shared_head(STOCKS, [STOCK_EXAMPLE, STOCK_EXAMPLE]) == ""
-    assert build_prefix(STOCKS, [STOCK_EXAMPLE, PAGE_EXAMPLE]) == build_prefix(STOCKS)
-    assert build_shared_head(STOCKS, [STOCK_EXAMPLE]) == build_shared_head(STOCKS)
-    # The demo catalogue keeps its own examples and gets a deployment's after them.
-    demo = build_prefix((*CATALOGUE, STOCKS[0]), [STOCK_EXAMPLE])
-    assert demo.index("Book the cheapest hotel in Berlin") < demo.index("What is ACME trading")
-
-
 @pytest.mark.model
 @pytest.mark.skipif(_model_available() is not None, reason=str(_model_available()))
 def test_the_same_request_gets_the_same_plan_whatever_catalogue_came_before_it() -> None:

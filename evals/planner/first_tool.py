@@ -7,9 +7,9 @@ it isolates the first choice, where plans on a catalogue the planner has not see
     python evals/planner/first_tool.py --tasks evals/planner/ops.jsonl \
         --catalog evals/planner/ops-catalog.json [--reverse] [--examples FILE]
 
-`--reverse` lists the catalogue's tools in the prompt in reverse order; `--examples FILE` shows
-the worked examples in FILE (`ember.planner.examples`) after the tools, as `[planner] examples`
-in ember.toml does. Prints one line a task (its id, the tool chosen, the first-choice
+`--reverse` lists the catalogue's tools in the prompt in reverse order; `--examples` shows the
+worked examples in FILE (JSON Lines: {"today", "request", "steps"}) after the tools, instead of
+the demo catalogue's before them. Prints one line a task (its id, the tool chosen, the first-choice
 margin, OK or the tools it could start with) and the count (`--count-only`: the count alone,
 for a held-out set); no request's text.
 """
@@ -25,8 +25,8 @@ from typing import Any
 
 import msgspec
 
+from ember.planner import prompt
 from ember.planner.base import PlanningTask
-from ember.planner.examples import load_examples
 from ember.planner.llama import LlamaPlanner
 from ember.tools.demo import demo_catalog
 from ember.tools.descriptor import ToolDescriptor
@@ -51,14 +51,40 @@ def starts(task: dict[str, Any]) -> set[str]:
     }
 
 
+def show_examples(path: Path) -> None:
+    """Show the worked examples in `path` after the tools, for a catalogue that has their
+    tools, instead of the demo catalogue's examples before the tools."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    examples = [
+        (item["today"], item["request"], item["steps"])
+        for item in map(json.loads, filter(str.strip, lines))
+    ]
+    fixed = prompt.compact_system_text
+
+    def fits(catalogue: Any) -> bool:
+        names = {tool.tool_name for tool in catalogue}
+        return all(step["tool"] in names for example in examples for step in example[2])
+
+    def system_text(catalogue: Any) -> str:
+        if not fits(catalogue):
+            return fixed(catalogue)
+        tools = "\n".join(prompt.signature(tool) for tool in catalogue)
+        shots = prompt._shots(examples)  # type: ignore[arg-type]
+        return f"{prompt._COMPACT_SYSTEM}{prompt._TOOLS_HEADING}{tools}\n\nExamples:\n{shots}"
+
+    from ember.planner import llama
+
+    shared = prompt.build_shared_head
+    prompt.compact_system_text = system_text
+    llama.build_shared_head = lambda catalogue: "" if fits(catalogue) else shared(catalogue)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tasks", required=True, help="a task file (JSON Lines)")
     parser.add_argument("--catalog", help="the tool catalogue JSON (default: the demo tools')")
     parser.add_argument("--reverse", action="store_true", help="list the tools in reverse")
-    parser.add_argument(
-        "--examples", type=Path, help="worked examples over the catalogue's tools (JSON Lines)"
-    )
+    parser.add_argument("--examples", type=Path, help="worked examples to show instead")
     parser.add_argument(
         "--count-only", action="store_true", help="print the count only (for a held-out set)"
     )
@@ -69,8 +95,9 @@ def main() -> int:
         catalogue = tuple(ToolDescriptor.from_json(item) for item in raw)
     if args.reverse:
         catalogue = catalogue[::-1]
-    examples = load_examples(args.examples) if args.examples else ()
-    planner = LlamaPlanner(shapes=False, examples=examples)
+    if args.examples:
+        show_examples(args.examples)
+    planner = LlamaPlanner(shapes=False)
     planner.abstain_band = None  # the band off: the model's own first choice, never checked
     right = judged = 0
     for line in Path(args.tasks).read_text(encoding="utf-8").splitlines():

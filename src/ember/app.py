@@ -36,7 +36,6 @@ if TYPE_CHECKING:
     from ember.journal import Recorded, SQLiteJournal
     from ember.journal.postgres import PostgresJournal
     from ember.planner import Planner
-    from ember.planner.examples import Example
     from ember.policy.control import ControlPlane
     from ember.telemetry.export import RunExporters
     from ember.tools.registry import ToolRegistry
@@ -199,9 +198,7 @@ def build_planner(
             response_format=settings.response_format,
             abstain_band=settings.abstain_band,
             rules_off=frozenset(settings.rules_off),
-            examples=_examples(settings),
         )
-    examples = _examples(settings)  # a mistake in them is told before the model loads
     require(
         "the llama planner (ember's default)",
         "numpy",
@@ -219,15 +216,7 @@ def build_planner(
         prefix_cache=settings.prefix_cache,
         rules_off=frozenset(settings.rules_off),
         abstain_band=settings.abstain_band,
-        examples=examples,
     )
-
-
-def _examples(settings: PlannerSettings) -> tuple[Example, ...]:
-    """The deployment's own worked examples (`[planner] examples`), if it has any."""
-    from ember.planner.examples import load_examples
-
-    return load_examples(settings.examples) if settings.examples else ()
 
 
 @contextlib.asynccontextmanager

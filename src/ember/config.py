@@ -34,10 +34,6 @@ databases = { sales = "sqlite:data/sales.db", crm = "postgresql://127.0.0.1/crm"
 [packs.plc]
 host = "10.0.0.20"
 
-[planner]
-examples = "planner-examples.jsonl"             # worked examples over your own tools
-                                                #   (ember.planner.examples; from this folder)
-
 [server]                                        # `ember serve`'s limits (these are the defaults)
 max_body_bytes = 65536                          # a larger request body: 413
 max_task_chars = 4000                           # a longer task: 422
@@ -252,20 +248,12 @@ class ServerSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     retry_after_s: _Positive = 1
 
 
-class _PlannerFile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """`[planner]`: `examples`, a file of worked examples over the deployment's own tools
-    (`ember.planner.examples`), from the config file's folder if relative."""
-
-    examples: str | None = None
-
-
 class _File(msgspec.Struct, forbid_unknown_fields=True):
     demo_tools: bool = True
     tools: list[ToolSource] = []
     packs: Packs = Packs()
     egress: list[str] | None = None
     server: ServerSettings = ServerSettings()
-    planner: _PlannerFile = _PlannerFile()
 
 
 PlannerBackend = Literal["llama", "scripted", "openai"]
@@ -277,8 +265,7 @@ class PlannerSettings(msgspec.Struct, frozen=True):
     server's model name), `base_url` (openai: the API root; default `EMBER_OPENAI_BASE_URL`),
     `response_format` (openai: how the plan is constrained), `script` (scripted: a JSON file of
     plans instead of the built-in demo ones), `prefix_cache` (llama: keep prompt prefixes'
-    KV caches on disk), `examples` (llama, openai: a file of worked examples over the
-    deployment's own tools, `ember.planner.examples`; `[planner] examples` in ember.toml)."""
+    KV caches on disk)."""
 
     backend: PlannerBackend | None = "llama"
     model: str | None = None
@@ -288,7 +275,6 @@ class PlannerSettings(msgspec.Struct, frozen=True):
     prefix_cache: bool = True
     rules_off: tuple[str, ...] = ()  # llama, openai driven: decoding rules switched off
     abstain_band: tuple[float, float] | None = None  # llama, openai driven: not the model's
-    examples: Path | None = None
 
 
 class Settings(msgspec.Struct, frozen=True):
@@ -337,9 +323,6 @@ class Settings(msgspec.Struct, frozen=True):
         parsed = _read(path) if path else _File()
         planner = planner or PlannerSettings()
         base_url = planner.base_url or os.environ.get("EMBER_OPENAI_BASE_URL")
-        examples = planner.examples
-        if examples is None and path and parsed.planner.examples:
-            examples = (path.parent / Path(parsed.planner.examples).expanduser()).resolve()
         key = os.environ.get("EMBER_AUDIT_KEY")
         where = db or os.environ.get("EMBER_DB") or ""
         shared = where if where.startswith(("postgresql://", "postgres://")) else None
@@ -350,7 +333,7 @@ class Settings(msgspec.Struct, frozen=True):
             demo_tools=parsed.demo_tools,
             tools=tuple(parsed.tools),
             packs=_absolute(parsed.packs, path.parent) if path else parsed.packs,
-            planner=msgspec.structs.replace(planner, base_url=base_url, examples=examples),
+            planner=msgspec.structs.replace(planner, base_url=base_url),
             otlp_endpoint=otlp_endpoint or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"),
             egress=tuple(parsed.egress) if parsed.egress is not None else None,
             audit_key=Path(key).expanduser() if key else None,

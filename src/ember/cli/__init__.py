@@ -365,11 +365,6 @@ def _add_eval_command(commands: Any) -> None:
     planner.add_argument("--tasks", required=True, help="a task file (JSON Lines), e.g. dev.jsonl")
     planner.add_argument("--catalog", help="the tool catalogue JSON (default: the demo tools')")
     _planner_options(planner, default="llama")
-    planner.add_argument(
-        "--examples",
-        help="worked examples over the catalogue's tools (JSON Lines, ember.planner.examples) "
-        "instead of ember.toml's [planner] examples",
-    )
     planner.add_argument("--limit", type=int, help="only the first N tasks")
     planner.add_argument("--json", action="store_true", help="print the summary as JSON")
     planner.add_argument("--predictions", help="also write the plans here (JSON Lines)")

@@ -6,7 +6,6 @@ import argparse
 import asyncio
 import json
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -43,7 +42,6 @@ def settings(args: argparse.Namespace) -> Settings:
         base_url=getattr(args, "base_url", None),
         response_format=getattr(args, "response_format", "json_schema"),
         script=getattr(args, "script", None),
-        examples=Path(args.examples).expanduser() if getattr(args, "examples", None) else None,
     )
     return Settings.load(
         getattr(args, "db", None),

@@ -23,7 +23,6 @@ from ember.plan import Step
 from ember.planner.answering import build_answer_prompt, write_answer
 from ember.planner.base import AnswerTask, FirstToken, PlanEvent, PlanningTask, stream_from_thread
 from ember.planner.decoding import MAX_STEPS, PlanDecoder, check_rules
-from ember.planner.examples import Example
 from ember.planner.grounding import Grounds
 from ember.planner.models import cache_dir, resolve_model, shipped_model
 from ember.planner.prompt import (
@@ -84,7 +83,6 @@ class LlamaPlanner:
         abstain_band: tuple[float, float] | None = None,
         rules_off: frozenset[str] = frozenset(),
         shapes: bool = True,
-        examples: Sequence[Example] = (),
     ) -> None:
         self.model_path: Path = resolve_model(model)
         shipped = shipped_model(model)
@@ -95,7 +93,6 @@ class LlamaPlanner:
         )
         check_rules(rules_off)
         self.rules_off = rules_off  # decoding rules switched off, to measure them (RULES)
-        self.examples = tuple(examples)  # a deployment's own worked examples (prompt.py)
         # plans by request shape: a request of a shape planned before needs no model pass
         self.shapes = ShapeCache() if shapes else None
         self.shape_hits = 0
@@ -188,8 +185,8 @@ class LlamaPlanner:
     def _context_ready(self, llm: Any, task: PlanningTask) -> None:
         """Leave exactly the prompt's prefix and dated part in the KV cache, so the request is
         evaluated right after them."""
-        prefix = build_prefix(task.catalogue, self.examples)
-        head = build_shared_head(task.catalogue, self.examples)
+        prefix = build_prefix(task.catalogue)
+        head = build_shared_head(task.catalogue)
         starts = [part for part in (head, prefix) if part]
         self._prefix_ready(llm, [*starts, prefix + build_dated(task.today)], daily=True)
 

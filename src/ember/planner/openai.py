@@ -16,14 +16,13 @@ import functools
 import json
 import os
 import threading
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from ember.errors import PlanError, PlannerError
 from ember.plan import Plan, Step
 from ember.planner.base import FirstToken, PlanEvent, PlanningTask, stream_from_thread
 from ember.planner.decoding import MAX_STEPS, PlanDecoder, check_rules
-from ember.planner.examples import Example
 from ember.planner.grounding import Grounds
 from ember.planner.models import shipped_model
 from ember.planner.prompt import (
@@ -106,7 +105,6 @@ class OpenAIPlanner:
         response_format: str = "json_schema",
         abstain_band: tuple[float, float] | None = None,
         rules_off: frozenset[str] = frozenset(),
-        examples: Sequence[Example] = (),
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
@@ -124,7 +122,6 @@ class OpenAIPlanner:
         if rules_off and response_format != "driven":
             raise PlannerError("rules can be switched off only with response_format 'driven'")
         self.rules_off = rules_off
-        self.examples = tuple(examples)  # a deployment's own worked examples (prompt.py)
         self._client: Any = None
         self._sync_client: Any = None  # driven: used from worker threads, one at a time
         self._driving = threading.Lock()
@@ -186,7 +183,7 @@ class OpenAIPlanner:
             off=self.rules_off,
         )
         prompt = (
-            build_prefix(task.catalogue, self.examples)
+            build_prefix(task.catalogue)
             + build_dated(task.today)
             + build_request(task.request, task.today, numbers="numbers" not in self.rules_off)
         )
@@ -209,7 +206,7 @@ class OpenAIPlanner:
         body: dict[str, Any] = {
             "model": self.model,
             "messages": [
-                {"role": "system", "content": system_text(task.catalogue, self.examples)},
+                {"role": "system", "content": system_text(task.catalogue)},
                 {"role": "user", "content": user},
             ],
             "stream": True,

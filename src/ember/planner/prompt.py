@@ -19,7 +19,6 @@ from ember.plan import Plan
 from ember.planner.base import PlanningTask
 from ember.planner.compact import json_type, render_plan, render_step
 from ember.planner.dates import annotate_dates
-from ember.planner.examples import Example
 from ember.planner.grounding import asks_for_each
 from ember.planner.numbers import annotate_numbers
 from ember.planner.observe import render_observations
@@ -97,7 +96,7 @@ _FOUND_NOT_BOOKED = (
         },
     ],
 )
-_EXAMPLES: list[Example] = [
+_EXAMPLES = [
     (
         "2026-01-12",
         "How much is 80 euros in Japanese yen?",
@@ -189,49 +188,36 @@ def _type_name(schema: dict[str, Any]) -> str:
     return kind
 
 
-def system_text(catalogue: Sequence[ToolDescriptor], examples: Sequence[Example] = ()) -> str:
-    """The instructions, the catalogue and the examples whose tools it has (the demo's, then
-    `examples`): the system message."""
+def system_text(catalogue: Sequence[ToolDescriptor]) -> str:
+    """The instructions, the catalogue and the examples: the system message."""
     tools = "\n".join(signature(tool) for tool in catalogue)
     shots = []
-    for today, request, steps in _fitting(catalogue, [*_EXAMPLES, *examples]):
+    for today, request, steps in _fitting(catalogue):
         plan = json.dumps({"steps": steps}, ensure_ascii=False, separators=(",", ":"))
         shots.append(f"Today: {today}. Request: {request}\nPlan: {plan}")
-    shown = "\n\nExamples:\n" + "\n".join(shots) if shots else ""
-    return f"{_SYSTEM}{tools}{shown}"
+    examples = "\n\nExamples:\n" + "\n".join(shots) if shots else ""
+    return f"{_SYSTEM}{tools}{examples}"
 
 
-def compact_system_text(
-    catalogue: Sequence[ToolDescriptor], examples: Sequence[Example] = ()
-) -> str:
-    """The system message for plans in the compact syntax (`ember.planner.compact`), with the
-    worked examples `_own_examples` chooses after the tools, or, where it chooses none, the
-    syntax examples before them."""
+def compact_system_text(catalogue: Sequence[ToolDescriptor]) -> str:
+    """The system message for plans in the compact syntax (`ember.planner.compact`)."""
     tools = "\n".join(signature(tool) for tool in catalogue)
-    own = _own_examples(catalogue, examples)
-    if own:
-        return f"{_COMPACT_SYSTEM}{_TOOLS_HEADING}{tools}\n\nExamples:\n{_shots(own)}"
+    if _shows_own_examples(catalogue):
+        shots = _shots(_fitting(catalogue))
+        return f"{_COMPACT_SYSTEM}{_TOOLS_HEADING}{tools}\n\nExamples:\n{shots}"
     return f"{_shared_system()}{tools}"
 
 
-def _fitting(catalogue: Sequence[ToolDescriptor], examples: Sequence[Example]) -> list[Example]:
+def _fitting(catalogue: Sequence[ToolDescriptor]) -> list[tuple[str, str, list[dict[str, Any]]]]:
     """The worked examples whose every tool the catalogue has."""
     known = {tool.tool_name for tool in catalogue}
-    return [e for e in examples if all(step["tool"] in known for step in e[2])]
+    return [e for e in _EXAMPLES if all(step["tool"] in known for step in e[2])]
 
 
-def _own_examples(
-    catalogue: Sequence[ToolDescriptor], examples: Sequence[Example]
-) -> list[Example]:
-    """The worked examples shown after the catalogue's tools: the demo examples it has the
-    tools of, where it has those of more than one syntax example, then those of `examples` (a
-    deployment's own, `ember.planner.examples`) it has the tools of; none where fewer than two
-    of them make a call, so that no catalogue is shown the syntax by a single example."""
-    demo = _fitting(catalogue, _EXAMPLES)
-    if len([e for e in demo if e in _SYNTAX_EXAMPLES]) < 2:
-        demo = []  # the no-tool example fits every catalogue
-    own = demo + _fitting(catalogue, examples)
-    return own if len([e for e in own if e[2]]) > 1 else []
+def _shows_own_examples(catalogue: Sequence[ToolDescriptor]) -> bool:
+    """Whether the catalogue has the tools of more than one syntax example, so that the
+    prompt shows the examples it has the tools of, after its tools."""
+    return len([e for e in _fitting(catalogue) if e in _SYNTAX_EXAMPLES]) > 1
 
 
 @functools.cache
@@ -273,19 +259,18 @@ def _request_text(request: str, today: date, *, numbers: bool) -> str:
     return " " + (annotate_numbers(request) if numbers else request)
 
 
-def build_prefix(catalogue: Sequence[ToolDescriptor], examples: Sequence[Example] = ()) -> str:
+def build_prefix(catalogue: Sequence[ToolDescriptor]) -> str:
     """The fixed start of every prompt (ChatML): the system message's instructions, catalogue and
     examples. The same for every request, so its KV cache is computed once (and saved to disk)."""
-    return f"{_SYSTEM_OPEN}{compact_system_text(catalogue, examples)}"
+    return f"{_SYSTEM_OPEN}{compact_system_text(catalogue)}"
 
 
-def build_shared_head(catalogue: Sequence[ToolDescriptor], examples: Sequence[Example] = ()) -> str:
-    """The start of `build_prefix(catalogue, examples)` that does not depend on the catalogue's
-    tools: the instructions and the syntax examples, where they come before the tools (a
-    catalogue shown no examples of its own); "" where it is shown its own. Its KV cache is
-    shared by every such catalogue, and each catalogue's tools are read after it."""
-    own = _own_examples(catalogue, examples)
-    return "" if own else f"{_SYSTEM_OPEN}{_shared_system()}"
+def build_shared_head(catalogue: Sequence[ToolDescriptor]) -> str:
+    """The start of `build_prefix(catalogue)` that does not depend on the catalogue's tools:
+    the instructions and the syntax examples, where they come before the tools (a catalogue
+    without the examples' tools); "" where the catalogue is shown its own examples. Its KV
+    cache is shared by every such catalogue, and each catalogue's tools are read after it."""
+    return "" if _shows_own_examples(catalogue) else f"{_SYSTEM_OPEN}{_shared_system()}"
 
 
 def calendar_text(today: date) -> str:
