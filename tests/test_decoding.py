@@ -1432,3 +1432,93 @@ def test_the_same_call_for_the_values_in_another_order_is_no_step_skipped() -> N
     )
     steps = plan("Convert 100, 200 and 300 USD to EUR", f"{wish}done", catalogue=(convert,))
     assert [s.args["amount"] for s in steps] == [100, 300, 200]
+
+
+DOCTORS = ToolDescriptor(
+    "find_doctor",
+    {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "available_on": {"type": "string", "format": "date"},
+        },
+        "required": ["name"],
+    },
+    description="Find doctors by name.",
+    read_only=True,
+)
+PATIENTS = ToolDescriptor(
+    "find_patient",
+    {
+        "type": "object",
+        "properties": {"name": {"type": "string", "description": "The patient's name."}},
+        "required": ["name"],
+    },
+    description="Find patients by name.",
+    read_only=True,
+)
+CANCEL = ToolDescriptor(
+    "cancel_appointment",
+    {
+        "type": "object",
+        "properties": {
+            "appointment_id": {"type": "string", "pattern": "^A[0-9]{7}$"},
+            "reason": {"type": "string"},
+        },
+        "required": ["appointment_id"],
+    },
+    description="Cancel an appointment.",
+    read_only=False,
+)
+
+
+def test_a_name_given_a_code_another_tool_takes_is_chosen_again_among_its_takers() -> None:
+    """The model looks the request's appointment id up as a patient's name, the first lookup
+    listed: `cancel_appointment` takes the code by its pattern, so the first step is chosen
+    again among the tools that take it (not the other lookup the model wants next), in the
+    no-tool band too, held to the band's checks. A name the request gives stays a name; with
+    the rule off, the lookup is dropped in the band (the request does not name it)."""
+    request = "Please cancel appointment A2604417"
+    wish = (
+        '1. find_patient(name="A2604417")\n'
+        'find_doctor(name="Petrova", available_on="2026-03-04")\n'
+        'cancel_appointment(appointment_id="A2604417")\ndone'
+    )
+    doubtful = (-50.0, 50.0)  # every first choice is in the band
+    tools = (PATIENTS, DOCTORS, CANCEL)
+    expected = [Step(1, "cancel_appointment", {"appointment_id": "A2604417"})]
+    assert plan(request, wish, catalogue=tools, abstain=doubtful) == expected
+    assert plan(request, wish, catalogue=tools) == expected
+    off = plan(request, wish, catalogue=tools, abstain=doubtful, off=frozenset({"coded-name"}))
+    assert off == []
+    named = plan(
+        "Find the patient Ada Moss", '1. find_patient(name="Ada Moss")\ndone', catalogue=tools
+    )
+    assert named == [Step(1, "find_patient", {"name": "Ada Moss"})]
+
+
+def test_an_optional_date_the_request_does_not_name_is_left_out() -> None:
+    """A small model fills an optional date from habit (today, or a round date nobody said):
+    left out unless the request names that day; with the rule off, kept."""
+    wish = '1. find_doctor(name="Petrova", available_on="2026-03-04")\ndone'
+    unsaid = plan("Look up Dr Petrova", wish, catalogue=(DOCTORS,))
+    assert unsaid == [Step(1, "find_doctor", {"name": "Petrova"})]
+    kept = plan("Look up Dr Petrova", wish, catalogue=(DOCTORS,), off=frozenset({"optional-dates"}))
+    assert kept[0].args == {"name": "Petrova", "available_on": "2026-03-04"}
+    named = plan("Is Dr Petrova free on Wednesday?", wish, catalogue=(DOCTORS,))
+    assert named[0].args == {"name": "Petrova", "available_on": "2026-03-04"}
+    # a date taken from an earlier result is the result's, not one the request must name
+    visit = ToolDescriptor(
+        "next_visit",
+        {"type": "object", "properties": {"patient_id": {"type": "string"}}},
+        description="A patient's next visit.",
+        returns={"type": "object", "properties": {"date": {"type": "string", "format": "date"}}},
+        read_only=True,
+    )
+    chained = plan(
+        "Find the next visit of P123456, then the doctor Petrova if free that day",
+        '1. next_visit(patient_id="P123456")\n'
+        '2. find_doctor(name="Petrova", available_on=$1.date)\ndone',
+        catalogue=(visit, DOCTORS),
+    )
+    assert chained[1].args == {"name": "Petrova", "available_on": "$1.date"}

@@ -16,6 +16,7 @@ from ember.planner.grounding import (
     listed_names,
     relative_paths,
     said_at,
+    spans_matching,
     stated_numbers,
     unsupported,
 )
@@ -396,3 +397,12 @@ def test_where_a_request_gives_a_value() -> None:
     assert said_at("two hours", ("2", "120")) is None
     assert said_at("It costs 8.5 or 8", ("8",)) == 16  # not the 8 of 8.5
     assert said_at("At 10:30 in room 10", ("10",)) == 17  # not the hour of a time
+
+
+def test_a_code_said_with_a_possessive_is_a_span_its_pattern_takes() -> None:
+    """ "D005's first free slot": the code is "D005" (a selective pattern's span), as it is
+    without the ending; a word that is no code stays out."""
+    doctor = {"type": "string", "pattern": "^D[0-9]{3}$"}
+    request = "Reschedule A2703318 to D005's first free slot on Thursday, or D007’s."
+    assert spans_matching(request, doctor) == ["D005", "D007"]
+    assert spans_matching("Ask Dana's team", doctor) == []

@@ -66,7 +66,9 @@ MAX_STEPS = 12
 # or lists that the plan has still to do (one mail sent before the second city is searched),
 # a lookup of a file the plan itself wrote (an invoice read from the report just made), and
 # steps over lists offered for "both" or "the three files" (a count: each a step of its own),
-# and a free text that is a word another parameter's pattern takes, moved to it.
+# and a free text that is a word another parameter's pattern takes, moved to it, and a name
+# given a code another tool's parameter takes (the tool chosen again), and an optional date
+# the request does not name (left out).
 RULES = (
     "push-bound",
     "schema",
@@ -93,6 +95,8 @@ RULES = (
     "read-back",
     "counted",
     "pattern-place",
+    "coded-name",
+    "optional-dates",
 )
 
 
@@ -120,6 +124,11 @@ class _Ungrounded(Exception):
 class _InventedPath(_Ungrounded):
     """A first step's path, written freely, is none the request gives: the model took the
     request for one about a file ("summarize this: '...'" read as a file to read)."""
+
+
+class _CodedName(_Ungrounded):
+    """A name is given a code other tools take (`grounding.coded_name_takers`): the request
+    acts on what the code names, with one of them (`PlanDecoder._takers`)."""
 
 
 class _Reordered:
@@ -176,6 +185,7 @@ class PlanDecoder:
         self._abstain = abstain
         self._off = off
         self.first_margin: float | None = None  # logit(step) - logit(done) at the first choice
+        self._takers: dict[int, list[str]] = {}  # by step id: the tools that take a code
         self.end_margins: list[float] = []  # the same after each step, where `done` was offered
         self._cursor = cursor
         spoken = "numbers" not in off
@@ -238,7 +248,11 @@ class PlanDecoder:
             passed = tried.setdefault(step_id, [])
             # a first tool given up stays given up (`passed` is this step's)
             names = self._offered(
-                steps, unused, failed, [*tried.get(1, ()), *passed], order.only.get(step_id)
+                steps,
+                unused,
+                failed,
+                [*tried.get(1, ()), *passed],
+                order.only.get(step_id) or self._takers.get(step_id),
             )
             # A plan begun leaves nothing the user gave unused (an address, a path, a code, a
             # number): small models stop before the last action ("... and email it to X").
@@ -268,7 +282,7 @@ class PlanDecoder:
                 if (
                     mark is not None
                     and choice < len(names)
-                    and (bool(left) if steps else isinstance(ungrounded, _InventedPath))
+                    and self._again_for(ungrounded, steps, left, doubt)
                 ):
                     self._give_up(names[choice], passed, mark)
                     continue
@@ -406,11 +420,28 @@ class PlanDecoder:
         made when nothing is left, if the request does not name its tool (`_unnamed`)."""
         if len(tried) >= _MAX_GIVEN_UP:
             return False
-        if not steps:
-            return doubt == "plan" and "retry-first" not in self._off
+        if not steps:  # (in doubt: for a coded name only, `_again_for`)
+            return doubt in ("plan", "check")
         if not left:  # a step the request does not name is chosen again (`_unnamed`)
             return "named-later" not in self._off
         return "retry-later" not in self._off
+
+    def _again_for(
+        self, ungrounded: _Ungrounded, steps: list[Step], left: Sequence[str], doubt: str | None
+    ) -> bool:
+        """Whether a step whose values cannot be had is chosen again (where `_chooses_again`
+        allows): a later one while something the user gave is unused (`left`); a first one
+        given a code as a name, among the tools that take the code (rule `coded-name`), or,
+        wanted strongly, on a file the request never names (rule `retry-first`)."""
+        if steps:
+            return bool(left)
+        if isinstance(ungrounded, _CodedName):
+            return True
+        return (
+            isinstance(ungrounded, _InventedPath)
+            and doubt == "plan"
+            and "retry-first" not in self._off
+        )
 
     def _offered(
         self,
@@ -794,6 +825,11 @@ class PlanDecoder:
         after = self._after(earlier, waits) if closed_after else []
         if "pattern-place" not in self._off:  # a project key written as the words to look for
             args = grounding.placed(tool, args, self._request)
+        if "coded-name" not in self._off and (
+            coded := grounding.coded_name_takers(tool, args, self._request, self._tools.values())
+        ):
+            self._takers[step_id] = coded  # chosen again among them (`_again_for`)
+            raise _CodedName  # "cancel A2604417" is no lookup of a patient of that name
         return Step(id=step_id, tool=tool.tool_name, args=args, after=after)
 
     def _after(self, earlier: list[Step], waits: list[int]) -> list[int]:

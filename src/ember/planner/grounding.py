@@ -13,7 +13,7 @@ import json
 import os
 import posixpath
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import date, timedelta
 from typing import Any
 
@@ -689,6 +689,39 @@ def placed(tool: ToolDescriptor, args: dict[str, Any], request: str) -> dict[str
     return moved
 
 
+def coded_name_takers(
+    tool: ToolDescriptor, args: dict[str, Any], request: str, others: Iterable[ToolDescriptor]
+) -> list[str]:
+    """Where an argument of `tool` that asks for a name (a free text parameter with "name" in
+    its name) is given a code, the other tools that take it: a word of the request that a
+    selective pattern of their parameters takes and none of `tool`'s does
+    (`find_patient(name="A2604417")`: `cancel_appointment` and `move_appointment` take
+    `appointment_id` by `^A[0-9]{7}$`). A model that has not seen the catalogue looks the
+    request's code up with the first lookup listed, where the request acts on what the code
+    names. Empty: no name is given a code."""
+    props = tool.parameters.get("properties", {})
+    for name, value in args.items():
+        if (
+            not isinstance(value, str)
+            or "name" not in _words(name)
+            or not _free_text(props.get(name, {}))
+            or any(value in spans_matching(request, schema) for schema in props.values())
+        ):
+            continue
+        takers = [
+            other.tool_name
+            for other in others
+            if other.tool_name != tool.tool_name
+            and any(
+                value in spans_matching(request, schema)
+                for schema in other.parameters.get("properties", {}).values()
+            )
+        ]
+        if takers:
+            return takers
+    return []
+
+
 def _beside(request: str, word: str, subjects: Sequence[str]) -> bool:
     """Whether `request` says `word` next to one of `subjects` (in any form, `_same_word`):
     "SRCH tickets", "the project SRCH"."""
@@ -702,9 +735,13 @@ def _beside(request: str, word: str, subjects: Sequence[str]) -> bool:
     )
 
 
+_POSSESSIVE = re.compile(r"['’]s$")
+
+
 def _bare_words(text: str) -> list[str]:
-    """The words of `text` split at spaces, without the marks around them ("(PDFs),")."""
-    return [word.strip(".,;:!?()[]'\"“”「」") for word in text.split()]
+    """The words of `text` split at spaces, without the marks around them ("(PDFs),") or a
+    possessive ending ("D005's": "D005")."""
+    return [_POSSESSIVE.sub("", word.strip(".,;:!?()[]'\"“”「」")) for word in text.split()]
 
 
 def _plain(value: float) -> str:
@@ -978,11 +1015,16 @@ class Grounds:
         say: options the model adds from habit ("pattern": "*.pdf", ".*"). A longer text is
         the model's to compose; a reference comes from a result. A value equal to the
         parameter's `default` says nothing either: the call is the same without it; nor does
-        a time of day (HH:MM) in a request that states none (`states_a_time`)."""
+        a time of day (HH:MM) in a request that states none (`states_a_time`), nor a date it
+        does not name (a date of birth "2024-01-01" to find a patient by name; rule
+        `optional-dates`)."""
         if "default" in schema and _same(value, schema["default"]):
             return True
         if value_kind(schema) == "hhmm" and "times" not in self.off:
             return not self.timed  # "as an all-day thing": no time="23:59"
+        if value_kind(schema) == "date" and "optional-dates" not in self.off:
+            literal = isinstance(value, str) and not value.startswith("$")  # not a result's
+            return literal and value not in self.named_dates and value not in self.stated_days
         if isinstance(value, str) and _free_text(schema):
             return "optional-text" not in self.off and not _says_text(self.request, value)
         return self.unstated(schema, value)
