@@ -1495,6 +1495,13 @@ def test_a_name_given_a_code_another_tool_takes_is_chosen_again_among_its_takers
         "Find the patient Ada Moss", '1. find_patient(name="Ada Moss")\ndone', catalogue=tools
     )
     assert named == [Step(1, "find_patient", {"name": "Ada Moss"})]
+    # the lookup given the code is not given up for the steps after: given a name, it is one
+    later = plan(
+        f"{request}, then find the patient Ada Moss",
+        f'{wish.removesuffix("done")}2. find_patient(name="Ada Moss")\ndone',
+        catalogue=tools,
+    )
+    assert later == [*expected, Step(2, "find_patient", {"name": "Ada Moss"})]
 
 
 def test_an_optional_date_the_request_does_not_name_is_left_out() -> None:

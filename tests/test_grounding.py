@@ -11,6 +11,7 @@ import pytest
 from ember.plan import Step
 from ember.planner.grounding import (
     Grounds,
+    coded_name_takers,
     fits_role,
     is_path,
     listed_names,
@@ -406,3 +407,39 @@ def test_a_code_said_with_a_possessive_is_a_span_its_pattern_takes() -> None:
     request = "Reschedule A2703318 to D005's first free slot on Thursday, or D007’s."
     assert spans_matching(request, doctor) == ["D005", "D007"]
     assert spans_matching("Ask Dana's team", doctor) == []
+
+
+def test_a_name_is_given_a_code_only_where_the_request_does_not_say_it_as_the_name() -> None:
+    """`coded_name_takers`: the tools that take a code a name was given; none where the request
+    says the code as the name asked for (beside "named", the parameter's or the tool's
+    subject), or where the tool takes the code itself."""
+    branch = ToolDescriptor(
+        "create_branch",
+        {"type": "object", "properties": {"branch_name": {"type": "string"}}},
+        description="Create a git branch.",
+    )
+    ticket = ToolDescriptor(
+        "update_ticket",
+        {
+            "type": "object",
+            "properties": {"ticket_id": {"type": "string", "pattern": "^[A-Z]{2,6}-[0-9]+$"}},
+        },
+        description="Update a ticket.",
+    )
+    args = {"branch_name": "PAY-142"}
+    tools = (branch, ticket)
+    assert coded_name_takers(branch, args, "Close PAY-142 today", tools) == ["update_ticket"]
+    for request in ("Create a branch named PAY-142", "Open the branch PAY-142 for it"):
+        assert coded_name_takers(branch, args, request, tools) == []
+    own = ToolDescriptor(
+        "find_branch",
+        {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string"},
+                "ticket": {"type": "string", "pattern": "^[A-Z]{2,6}-[0-9]+$"},
+            },
+        },
+        description="Find a branch.",
+    )
+    assert coded_name_takers(own, {"name": "PAY-142"}, "Close PAY-142 today", tools) == []

@@ -185,7 +185,8 @@ class PlanDecoder:
         self._abstain = abstain
         self._off = off
         self.first_margin: float | None = None  # logit(step) - logit(done) at the first choice
-        self._takers: dict[int, list[str]] = {}  # by step id: the tools that take a code
+        # by step id: the tool given a code as a name, and the tools that take the code
+        self._coded: dict[int, tuple[str, list[str]]] = {}
         self.end_margins: list[float] = []  # the same after each step, where `done` was offered
         self._cursor = cursor
         spoken = "numbers" not in off
@@ -251,8 +252,8 @@ class PlanDecoder:
                 steps,
                 unused,
                 failed,
-                [*tried.get(1, ()), *passed],
-                order.only.get(step_id) or self._takers.get(step_id),
+                self._given_up(tried, step_id),
+                order.only.get(step_id) or self._coded.get(step_id, ("", None))[1],
             )
             # A plan begun leaves nothing the user gave unused (an address, a path, a code, a
             # number): small models stop before the last action ("... and email it to X").
@@ -286,7 +287,7 @@ class PlanDecoder:
                 ):
                     self._give_up(names[choice], passed, mark)
                     continue
-                if order.go_back(step_id, passed):
+                if self._go_back(order, step_id, passed):
                     continue
                 break  # the step needs a value that neither the request nor a result has
             verdict = self._verdict(
@@ -307,7 +308,7 @@ class PlanDecoder:
                 self._give_up(step.tool, passed, mark)
                 continue
             if verdict not in ("keep", "hold", "early"):  # (no choice left: in order enough)
-                if order.go_back(step_id, passed):
+                if self._go_back(order, step_id, passed):
                     continue
                 break
             steps.append(step)
@@ -366,6 +367,26 @@ class PlanDecoder:
         if pushed >= _MAX_PUSHED and "push-bound" not in self._off:
             return True
         return not any(self._takes(name, given) for name in names for given in left)
+
+    def _given_up(self, tried: dict[int, list[str]], step_id: int) -> list[str]:
+        """The tools not offered for step `step_id`: those given up for it, and those given up
+        for the first step, which stay given up, but for one given a code as a name: it may
+        be the lookup a later step needs, given a name (`coded-name`)."""
+        coded = self._coded.get(1, ("", None))[0]
+        first = [tool for tool in tried.get(1, ()) if step_id == 1 or tool != coded]
+        return [*first, *tried.get(step_id, ())]
+
+    def _go_back(self, order: _Reordered, step_id: int, passed: list[str]) -> bool:
+        """`order.go_back`, the step no longer chosen again among a code's takers."""
+        self._coded.pop(step_id, None)
+        return order.go_back(step_id, passed)
+
+    def _takers(self, tool: ToolDescriptor, args: dict[str, Any], earlier: list[Step]) -> list[str]:
+        """The tools that take a code `args` gives as a name (`grounding.coded_name_takers`)
+        and can be offered now; none: the step stands."""
+        takers = grounding.coded_name_takers(tool, args, self._request, self._tools.values())
+        unused = self._unused(earlier, {})
+        return [name for name in takers if self._available(name, earlier, unused)]
 
     def _give_up(self, tool: str, passed: list[str], mark: object) -> None:
         """Give tool `tool` up for this step and go back to choose the step again."""
@@ -825,10 +846,8 @@ class PlanDecoder:
         after = self._after(earlier, waits) if closed_after else []
         if "pattern-place" not in self._off:  # a project key written as the words to look for
             args = grounding.placed(tool, args, self._request)
-        if "coded-name" not in self._off and (
-            coded := grounding.coded_name_takers(tool, args, self._request, self._tools.values())
-        ):
-            self._takers[step_id] = coded  # chosen again among them (`_again_for`)
+        if "coded-name" not in self._off and (coded := self._takers(tool, args, earlier)):
+            self._coded[step_id] = (tool.tool_name, coded)  # chosen again among them
             raise _CodedName  # "cancel A2604417" is no lookup of a patient of that name
         return Step(id=step_id, tool=tool.tool_name, args=args, after=after)
 

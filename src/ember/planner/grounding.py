@@ -698,16 +698,20 @@ def coded_name_takers(
     (`find_patient(name="A2604417")`: `cancel_appointment` and `move_appointment` take
     `appointment_id` by `^A[0-9]{7}$`). A model that has not seen the catalogue looks the
     request's code up with the first lookup listed, where the request acts on what the code
-    names. Empty: no name is given a code."""
+    names. A code the request says beside the tool's subject, the parameter's name, "named" or
+    "called" is the name asked for ("a branch named PAY-142"). Empty: no name is given a
+    code."""
     props = tool.parameters.get("properties", {})
+    subjects = [word for word in _words(tool.tool_name) if word not in _ANY_TOOL_VERBS]
     for name, value in args.items():
         if (
             not isinstance(value, str)
             or "name" not in _words(name)
             or not _free_text(props.get(name, {}))
             or any(value in spans_matching(request, schema) for schema in props.values())
+            or _beside(request, value, [*subjects, *_words(name), "named", "called"])
         ):
-            continue
+            continue  # (a code said as the name: "a branch named PAY-142", "patient P2")
         takers = [
             other.tool_name
             for other in others
@@ -1023,7 +1027,7 @@ class Grounds:
         if value_kind(schema) == "hhmm" and "times" not in self.off:
             return not self.timed  # "as an all-day thing": no time="23:59"
         if value_kind(schema) == "date" and "optional-dates" not in self.off:
-            literal = isinstance(value, str) and not value.startswith("$")  # not a result's
+            literal = isinstance(value, str) and "$" not in value  # not a result's
             return literal and value not in self.named_dates and value not in self.stated_days
         if isinstance(value, str) and _free_text(schema):
             return "optional-text" not in self.off and not _says_text(self.request, value)
