@@ -1434,41 +1434,28 @@ def test_the_same_call_for_the_values_in_another_order_is_no_step_skipped() -> N
     assert [s.args["amount"] for s in steps] == [100, 300, 200]
 
 
-DOCTORS = ToolDescriptor(
+def _clinic(
+    name: str, properties: dict[str, Any], required: list[str], *, acts: bool = False
+) -> ToolDescriptor:
+    """A tool of a clinic's catalogue, which the demo's examples never show."""
+    schema = {"type": "object", "properties": properties, "required": required}
+    return ToolDescriptor(name, schema, description=f"{name} (a clinic's)", read_only=not acts)
+
+
+DOCTORS = _clinic(
     "find_doctor",
-    {
-        "type": "object",
-        "properties": {
-            "name": {"type": "string"},
-            "available_on": {"type": "string", "format": "date"},
-        },
-        "required": ["name"],
-    },
-    description="Find doctors by name.",
-    read_only=True,
+    {"name": {"type": "string"}, "available_on": {"type": "string", "format": "date"}},
+    ["name"],
 )
-PATIENTS = ToolDescriptor(
-    "find_patient",
-    {
-        "type": "object",
-        "properties": {"name": {"type": "string", "description": "The patient's name."}},
-        "required": ["name"],
-    },
-    description="Find patients by name.",
-    read_only=True,
-)
-CANCEL = ToolDescriptor(
+PATIENTS = _clinic("find_patient", {"name": {"type": "string"}}, ["name"])
+CANCEL = _clinic(
     "cancel_appointment",
     {
-        "type": "object",
-        "properties": {
-            "appointment_id": {"type": "string", "pattern": "^A[0-9]{7}$"},
-            "reason": {"type": "string"},
-        },
-        "required": ["appointment_id"],
+        "appointment_id": {"type": "string", "pattern": "^A[0-9]{7}$"},
+        "reason": {"type": "string"},
     },
-    description="Cancel an appointment.",
-    read_only=False,
+    ["appointment_id"],
+    acts=True,
 )
 
 
@@ -1515,12 +1502,9 @@ def test_an_optional_date_the_request_does_not_name_is_left_out() -> None:
     named = plan("Is Dr Petrova free on Wednesday?", wish, catalogue=(DOCTORS,))
     assert named[0].args == {"name": "Petrova", "available_on": "2026-03-04"}
     # a date taken from an earlier result is the result's, not one the request must name
-    visit = ToolDescriptor(
-        "next_visit",
-        {"type": "object", "properties": {"patient_id": {"type": "string"}}},
-        description="A patient's next visit.",
+    visit = msgspec.structs.replace(
+        _clinic("next_visit", {"patient_id": {"type": "string"}}, []),
         returns={"type": "object", "properties": {"date": {"type": "string", "format": "date"}}},
-        read_only=True,
     )
     chained = plan(
         "Find the next visit of P123456, then the doctor Petrova if free that day",

@@ -66,11 +66,9 @@ def show_examples(path: Path) -> None:
         return all(step["tool"] in names for example in examples for step in example[2])
 
     def system_text(catalogue: Any) -> str:
-        if not fits(catalogue):
-            return fixed(catalogue)
-        tools = "\n".join(prompt.signature(tool) for tool in catalogue)
-        shots = prompt._shots(examples)  # type: ignore[arg-type]
-        return f"{prompt._COMPACT_SYSTEM}{prompt._TOOLS_HEADING}{tools}\n\nExamples:\n{shots}"
+        return (
+            prompt._with_own_examples(catalogue, examples) if fits(catalogue) else fixed(catalogue)
+        )
 
     from ember.planner import llama
 

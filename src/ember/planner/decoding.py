@@ -128,7 +128,7 @@ class _InventedPath(_Ungrounded):
 
 class _CodedName(_Ungrounded):
     """A name is given a code other tools take (`grounding.coded_name_takers`): the request
-    acts on what the code names, with one of them (`PlanDecoder._takers`)."""
+    acts on what the code names, with one of them (`PlanDecoder._coded`)."""
 
 
 class _Reordered:
@@ -385,6 +385,8 @@ class PlanDecoder:
         """The tools that take a code `args` gives as a name (`grounding.coded_name_takers`)
         and can be offered now; none: the step stands."""
         takers = grounding.coded_name_takers(tool, args, self._request, self._tools.values())
+        if not takers:  # (most steps: no name given a code)
+            return []
         unused = self._unused(earlier, {})
         return [name for name in takers if self._available(name, earlier, unused)]
 

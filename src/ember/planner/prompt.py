@@ -201,11 +201,18 @@ def system_text(catalogue: Sequence[ToolDescriptor]) -> str:
 
 def compact_system_text(catalogue: Sequence[ToolDescriptor]) -> str:
     """The system message for plans in the compact syntax (`ember.planner.compact`)."""
-    tools = "\n".join(signature(tool) for tool in catalogue)
     if _shows_own_examples(catalogue):
-        shots = _shots(_fitting(catalogue))
-        return f"{_COMPACT_SYSTEM}{_TOOLS_HEADING}{tools}\n\nExamples:\n{shots}"
+        return _with_own_examples(catalogue, _fitting(catalogue))
+    tools = "\n".join(signature(tool) for tool in catalogue)
     return f"{_shared_system()}{tools}"
+
+
+def _with_own_examples(
+    catalogue: Sequence[ToolDescriptor], examples: Sequence[tuple[str, str, list[dict[str, Any]]]]
+) -> str:
+    """The system message that shows `examples`, over the catalogue's own tools, after them."""
+    tools = "\n".join(signature(tool) for tool in catalogue)
+    return f"{_COMPACT_SYSTEM}{_TOOLS_HEADING}{tools}\n\nExamples:\n{_shots(examples)}"
 
 
 def _fitting(catalogue: Sequence[ToolDescriptor]) -> list[tuple[str, str, list[dict[str, Any]]]]:
