@@ -156,6 +156,18 @@ TABLE = [
     ("2028-02-29", "十天后|", "2028-03-10"),
     ("2028-02-29", "Feb 29, 2028", "2028-02-29"),
     ("2028-02-29", "29/2/2028|", "2028-02-29"),
+    # Weekdays cut short, a Wednesday: only beside a time or after on/this/next/coming.
+    ("2026-02-04", "book P003318 with D014 fri| 09:40", "2026-02-06"),
+    ("2026-02-04", "Mon| 9am standup", "2026-02-09"),
+    ("2026-02-04", "sat|, 10:30", "2026-02-07"),
+    ("2026-02-04", "on Wed.| at 3pm", "2026-02-04"),
+    ("2026-02-04", "next tues| please", "2026-02-10"),
+    ("2026-02-04", "this thurs|", "2026-02-05"),
+    ("2026-02-04", "the sun is out", None),
+    ("2026-02-04", "she sat on it at 9am", None),
+    ("2026-02-04", "see you sat", None),
+    ("2026-02-04", "every fri 10:00", None),
+    ("2026-02-04", "on Monzo at 9am", None),
 ]
 
 

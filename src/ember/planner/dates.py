@@ -30,6 +30,9 @@ Relative expressions (English and Chinese), with the rules for the ambiguous one
     when the weekday has passed in the current week.
   - "last Tuesday" -> the latest one before today; "Tuesday last week" -> last week's.
   - "the Tuesday after next" -> 14-20 days away. "every Tuesday", "Tuesdays": left alone.
+  - cut short (mon, tue/tues, wed, thu/thur/thurs, fri, sat, sun, with or without a dot): read
+    only beside a time after it ("fri 09:40", "Mon 9am") or after on/this/coming (the next one)
+    or next (next week's), since "sat", "sun" and "wed" are words too.
 - Chinese weekdays: 周二/星期二 -> the next one, today included; 下周二, 上周二, 这周二/本周二
   (may be past), 下下周二 -> the Tuesday of that Monday-to-Sunday week. 每周二 (every Tuesday)
   and 一周一次 (once a week) are left alone.
@@ -96,7 +99,12 @@ def _positions(table: dict[str, str]) -> dict[str, int]:
     }
 
 
+# "fri 09:40", "next tues": read only beside a time or after on/this/next/coming (`_RULES`),
+# since "sat", "sun" and "wed" are words too.
+_SHORT_WEEKDAYS = {"mon": 0, "tue": 1, "tues": 1, "wed": 2, "thu": 3, "thur": 3, "thurs": 3}
+_SHORT_WEEKDAYS |= {"fri": 4, "sat": 5, "sun": 6}
 _WEEKDAY_INDEX = {name: i for i, name in enumerate(_WEEKDAYS)} | _positions(_FOREIGN_WEEKDAYS)
+_WEEKDAY_INDEX |= _SHORT_WEEKDAYS
 _FOREIGN_MONTH_INDEX = {name: i + 1 for name, i in _positions(_FOREIGN_MONTHS).items()}
 _CN_DIGITS = {digit: i for i, digit in enumerate("〇一二三四五六七八九")} | {"两": 2}
 _WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
@@ -110,6 +118,9 @@ _A_WEEK_AS_SAID = {"ocho": 7, "huit": 7, "acht": 7, "quince": 14, "quinze": 14}
 
 _WD_ANY = "|".join(_WEEKDAYS)
 _WD = rf"(?P<wd>{_WD_ANY})"
+_WD_SHORT = rf"(?P<wd>{'|'.join(sorted(_SHORT_WEEKDAYS, key=len, reverse=True))})\.?"
+# a time of day just after ("fri 09:40", "Tue. at 9am")
+_AT_TIME = r"(?=,?\s+(?:at\s+)?[0-9]{1,2}(?::[0-9]{2}|\s*[ap]\.?m\b))"
 _MON = (
     r"(?P<mon>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
     r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
@@ -478,6 +489,7 @@ _NO_TIME = r"(?<![0-9][:./-])"  # "12:30 January": not the 30th
 _NOT_EVERY = r"(?<!every\s)(?<!each\s)"
 _CN_NOT_EVERY = r"(?<![每上下这本个0-9一二两三四五六七八九十几])"
 _DAYS, _CN_WEEK = "day", "周 星期 礼拜"  # needles: every English weekday ends in "day"
+_SHORT_NEEDLES = "mon tue wed thu fri sat sun"
 _RULES = [
     _as_written(_MONTH_NEEDLES, rf"\b{_MON}\s+(?:the\s+)?{_DAY},?\s+(?:of\s+)?{_YEAR}{_TRAIL}"),
     _as_written(
@@ -550,6 +562,9 @@ _RULES = [
         _DAYS, rf"{_NOT_EVERY}\b(?:(?:this|on|coming|this\s+coming)\s+)?{_WD}\b(?:'s)?", _rolling(0)
     ),
     _rule(_CN_WEEK, _CN_NOT_EVERY + _CN_WD, _rolling(0)),
+    _rule(_SHORT_NEEDLES, rf"\bnext\s+{_WD_SHORT}(?![a-z])", _calendar_week(1)),
+    _rule(_SHORT_NEEDLES, rf"\b(?:this|on|coming)\s+{_WD_SHORT}(?![a-z])", _rolling(0)),
+    _rule(_SHORT_NEEDLES, rf"{_NOT_EVERY}\b{_WD_SHORT}(?![a-z]){_AT_TIME}", _rolling(0)),
     # after every English and Chinese rule: what those claim is not read again
     *_foreign_dated(),
     *_foreign_rules(),
