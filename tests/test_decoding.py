@@ -456,6 +456,20 @@ def test_grounded_values_come_from_the_request_or_a_result_of_the_same_format() 
     assert ".hotel_name" not in field_paths(
         tools["book_hotel"].returns, {"format": "date", "type": "string"}
     )
+    # a field whose pattern starts with another literal is another kind of code: an
+    # appointment id is no phone number; a field with no pattern, or one a class starts, may be
+    found = {
+        "type": "object",
+        "properties": {
+            "appointment_id": {"type": "string", "pattern": "^A[0-9]{7}$"},
+            "phone": {"type": "string", "pattern": r"^\+[1-9][0-9]{7,14}$"},
+            "day": {"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"},
+            "note": {"type": "string"},
+        },
+    }
+    phone = {"type": "string", "pattern": r"^\+[1-9][0-9]{6,14}$"}
+    assert field_paths(found, phone) == [".phone", ".day", ".note"]
+    assert field_paths(found, {"type": "string"}) == [".appointment_id", ".phone", ".day", ".note"]
     request = "Email anna.berg@example.com. Then 发邮件给 wang.fang@example.cn。"
     assert grounding.EMAIL.findall(request) == ["anna.berg@example.com", "wang.fang@example.cn"]
 
@@ -712,9 +726,24 @@ def test_an_optional_short_text_the_request_never_says_is_left_out() -> None:
         "Search /srv/data for ACME", wish, catalogue=(SEARCH,), off=frozenset({"optional-text"})
     )
     assert off[0].args["pattern"] == ".*"
+
+
+def test_an_optional_text_the_model_composed_is_kept_only_where_the_request_asks_for_it() -> None:
+    """A longer optional text is the model's to compose where the request asks for one (it
+    says the parameter's name, or quotes the passage); else it is the model's habit (a reason
+    nobody gave) and is left out. With the rule off, kept."""
     long = '1. search_files(directory="/srv/data", text="ACME", note="asked by the finance team")\n'
-    composed = plan("Search /srv/data for ACME", long, catalogue=(SEARCH,))
-    assert composed[0].args["note"] == "asked by the finance team"  # the model's to compose
+    unasked = plan("Search /srv/data for ACME", long, catalogue=(SEARCH,))
+    assert "note" not in unasked[0].args
+    off = frozenset({"unasked-text"})
+    kept = plan("Search /srv/data for ACME", long, catalogue=(SEARCH,), off=off)
+    assert kept[0].args["note"] == "asked by the finance team"
+    for request in (
+        "Search /srv/data for ACME, with a note that finance asked",
+        "Search /srv/data for ACME: 'asked by the finance team'",
+    ):
+        asked = plan(request, long, catalogue=(SEARCH,))
+        assert asked[0].args["note"] == "asked by the finance team"
 
 
 LISBON = '1. search_hotels(city="Lisbon", check_in="2026-03-10", nights=2)\n'
@@ -1513,3 +1542,228 @@ def test_an_optional_date_the_request_does_not_name_is_left_out() -> None:
         catalogue=(visit, DOCTORS),
     )
     assert chained[1].args == {"name": "Petrova", "available_on": "$1.date"}
+
+
+def _returning(tool: ToolDescriptor, items: str, fields: dict[str, Any]) -> ToolDescriptor:
+    """`tool`, returning a list `items` of objects with `fields`."""
+    listed = {"type": "array", "items": {"type": "object", "properties": fields}}
+    returns = {"type": "object", "properties": {items: listed}}
+    return msgspec.structs.replace(tool, returns=returns)
+
+
+_ID = {"type": "string"}
+FOUND_PATIENTS = _returning(PATIENTS, "patients", {"patient_id": _ID, "name": _ID})
+FOUND_DOCTORS = _returning(DOCTORS, "doctors", {"doctor_id": _ID, "name": _ID})
+UPCOMING = _returning(
+    _clinic(
+        "get_upcoming_appointments",
+        {"patient_id": {"type": "string", "pattern": "^P[0-9]{6}$"}},
+        ["patient_id"],
+    ),
+    "appointments",
+    {"appointment_id": _ID, "doctor_id": _ID},
+)
+SLOTS = _returning(
+    _clinic("list_free_slots", {"doctor_id": {"type": "string"}}, ["doctor_id"]),
+    "slots",
+    {"time": _ID},
+)
+FRONT_DESK = (FOUND_PATIENTS, FOUND_DOCTORS, UPCOMING, SLOTS, CANCEL)
+
+
+def test_a_name_looked_up_in_a_role_the_request_does_not_give_it_is_looked_up_again() -> None:
+    """The model looks a caller up with the doctors' lookup (a name, an appointment: a doctor
+    comes to mind). The patients' lookup takes the same name and leads to more of what the
+    request names (the appointments to cancel; a doctor leads to free slots only), so the
+    step is chosen again among the lookups of names. With the rule off, the doctor stands."""
+    request = "Jonas Brandt can't come, please cancel his next appointment"
+    wish = (
+        '1. find_doctor(name="Jonas Brandt")\n'
+        '1. find_patient(name="Jonas Brandt")\n'
+        "2. get_upcoming_appointments(patient_id=$1.patients.0.patient_id)\n"
+        "3. cancel_appointment(appointment_id=$2.appointments.0.appointment_id)\ndone"
+    )
+    expected = [
+        Step(1, "find_patient", {"name": "Jonas Brandt"}),
+        Step(2, "get_upcoming_appointments", {"patient_id": "$1.patients.0.patient_id"}),
+        Step(3, "cancel_appointment", {"appointment_id": "$2.appointments.0.appointment_id"}),
+    ]
+    assert plan(request, wish, catalogue=FRONT_DESK) == expected
+    off = plan(request, wish, catalogue=FRONT_DESK, off=frozenset({"role-lookup"}))
+    assert off[0] == Step(1, "find_doctor", {"name": "Jonas Brandt"})
+
+
+def test_a_name_said_with_a_role_is_looked_up_in_that_role() -> None:
+    """A name the request says with a title or role ("Dr. Petrova", "patient Ada Moss") is
+    looked up as that; where neither lookup leads further than the other, the model's
+    choice stands."""
+    titled = plan(
+        "Book Tomás Ortega into Dr. Petrova's first free slot",
+        '1. find_patient(name="Petrova")\n1. find_doctor(name="Petrova")\ndone',
+        catalogue=FRONT_DESK,
+    )
+    assert titled == [Step(1, "find_doctor", {"name": "Petrova"})]
+    said = plan(
+        "Mail Dr. Petrova about the broken projector",
+        '1. find_doctor(name="Dr. Petrova")\ndone',
+        catalogue=FRONT_DESK,
+    )
+    assert said == [Step(1, "find_doctor", {"name": "Dr. Petrova"})]
+    wish = '1. find_doctor(name="Ada Moss")\ndone'
+    neither = plan("Look up Ada Moss", wish, catalogue=FRONT_DESK)
+    assert neither == [Step(1, "find_doctor", {"name": "Ada Moss"})]
+
+
+BOOKING = _clinic(
+    "book_appointment",
+    {
+        "patient_id": {"type": "string", "pattern": "^P[0-9]{6}$"},
+        "doctor_id": {"type": "string"},
+        "time": {"type": "string"},
+    },
+    ["patient_id", "doctor_id", "time"],
+    acts=True,
+)
+
+
+def test_a_later_lookup_the_request_does_not_name_is_kept_where_it_leads_to_what_it_names() -> None:
+    """ "Book Tomás Ortega into Dr. Petrova's first free slot": the doctor and the slot found,
+    the booking still needs a patient id. The patients' lookup is named nowhere, but without
+    it the plan cannot reach the booking the request names, so it stands (with the rule off
+    it is given up, and the plan ends without the booking)."""
+    request = "Book Tomás Ortega into Dr. Petrova's first free slot"
+    wish = (
+        '1. find_doctor(name="Petrova")\n'
+        "2. list_free_slots(doctor_id=$1.doctors.0.doctor_id)\n"
+        '3. find_patient(name="Tomás Ortega")\n'
+        "4. book_appointment(patient_id=$3.patients.0.patient_id, "
+        "doctor_id=$1.doctors.0.doctor_id, time=$2.slots.0.time)\ndone"
+    )
+    catalogue = (*FRONT_DESK, BOOKING)
+    steps = plan(request, wish, catalogue=catalogue)
+    assert [step.tool for step in steps] == [
+        "find_doctor",
+        "list_free_slots",
+        "find_patient",
+        "book_appointment",
+    ]
+    assert steps[3].args["patient_id"] == "$3.patients.0.patient_id"
+    off = plan(request, wish, catalogue=catalogue, off=frozenset({"leads-named"}))
+    assert "book_appointment" not in [step.tool for step in off]
+
+
+LAB_RESULTS = _returning(
+    _clinic(
+        "list_lab_results",
+        {"patient_id": {"type": "string", "pattern": "^P[0-9]{6}$"}},
+        ["patient_id"],
+    ),
+    "results",
+    {"test_name": _ID, "report_path": _ID},
+)
+READ_REPORT = msgspec.structs.replace(
+    _clinic("read_file", {"path": {"type": "string"}}, ["path"]),
+    returns={"type": "object", "properties": {"path": _ID, "content": _ID}},
+)
+MAIL_REPORT = _clinic(
+    "send_mail",
+    {
+        "to": {"type": "string", "format": "email"},
+        "subject": {"type": "string"},
+        "body": {"type": "string"},
+    },
+    ["to", "subject", "body"],
+    acts=True,
+)
+LABS = (LAB_RESULTS, READ_REPORT, MAIL_REPORT)
+
+
+def test_a_file_a_result_points_to_by_a_field_the_request_names_is_read() -> None:
+    """ "Pull up P004127's latest lab report": the lab results hold `report_path`, and the
+    request says "report": the plan does not end with the listing, its next step reads the
+    report. With the rule off, the model's end stands."""
+    request = "Pull up P004127's latest lab report"
+    wish = (
+        '1. list_lab_results(patient_id="P004127")\ndone\n'
+        "2. read_file(path=$1.results.0.report_path)\ndone"
+    )
+    assert plan(request, wish, catalogue=LABS) == [
+        Step(1, "list_lab_results", {"patient_id": "P004127"}),
+        Step(2, "read_file", {"path": "$1.results.0.report_path"}),
+    ]
+    off = plan(request, wish, catalogue=LABS, off=frozenset({"named-file"}))
+    assert [step.tool for step in off] == ["list_lab_results"]
+    # a request that does not name the file: the listing is the answer
+    listed = plan("List P004127's lab results", wish, catalogue=LABS)
+    assert [step.tool for step in listed] == ["list_lab_results"]
+    # each report read, one step over the list: read, the plan may end
+    each = (
+        '1. list_lab_results(patient_id="P004127")\n'
+        "2. for each item in $1.results: read_file(path=$item.report_path)\ndone\n"
+        "3. for each item in $2: read_file(path=$item.path)\ndone"
+    )
+    steps = plan("Pull up all of P004127's lab reports", each, catalogue=LABS)
+    assert [(step.tool, step.each) for step in steps] == [
+        ("list_lab_results", None),
+        ("read_file", "$1.results"),
+    ]
+
+
+def test_a_text_after_the_read_of_a_named_file_cites_what_was_read() -> None:
+    """A mail written after the report is read carries the report's text in its body (its
+    last required text), not only its path: the model would send the path, or nothing."""
+    request = "Email P004127's latest lab report to ann@example.com"
+    wish = (
+        '1. list_lab_results(patient_id="P004127")\n'
+        "2. read_file(path=$1.results.0.report_path)\n"
+        '3. send_mail(to="ann@example.com", subject="Your lab report", body="Here it is.")\n'
+        "done"
+    )
+    steps = plan(request, wish, catalogue=LABS)
+    assert steps[2].args == {
+        "to": "ann@example.com",
+        "subject": "Your lab report",
+        "body": "Here it is. {$2.content}",
+    }
+    off = plan(request, wish, catalogue=LABS, off=frozenset({"named-file"}))
+    assert off[2].args["body"] == "Here it is."
+
+
+def test_one_result_may_feed_several_calls_an_identifier_no_unused_result_holds() -> None:
+    """The patient found feeds both the upcoming appointments' lookup and the lab results':
+    the appointments (the one result nothing uses yet) hold no patient id, so the patient's
+    is offered again. With the rule off, the lab results cannot be had."""
+    request = "Show Maria Keller's upcoming appointments and her lab results"
+    wish = (
+        '1. find_patient(name="Maria Keller")\n'
+        "2. get_upcoming_appointments(patient_id=$1.patients.0.patient_id)\n"
+        "3. list_lab_results(patient_id=$1.patients.0.patient_id)\ndone"
+    )
+    catalogue = (FOUND_PATIENTS, UPCOMING, LAB_RESULTS)
+    steps = plan(request, wish, catalogue=catalogue)
+    assert steps[2] == Step(3, "list_lab_results", {"patient_id": "$1.patients.0.patient_id"})
+    off = plan(request, wish, catalogue=catalogue, off=frozenset({"fan-out"}))
+    assert "list_lab_results" not in [step.tool for step in off]
+
+
+_PHONE = {"type": "string", "pattern": r"^\+[1-9][0-9]{7,14}$"}
+SMS = _clinic("send_sms", {"to": _PHONE, "text": {"type": "string"}}, ["to", "text"], acts=True)
+PHONES = _returning(PATIENTS, "patients", {"patient_id": _ID, "phone": _PHONE})
+
+
+def test_a_code_a_pattern_asks_for_comes_from_a_result_field_of_the_same_kind() -> None:
+    """A text to a number the pattern `^\\+...` asks for: the patient's phone (the same
+    pattern), not the freshest result's doctor id, which the model reaches for. With the
+    rule off, only a whole field of the freshest result is offered (none here: an item's is
+    no text), the model writes a number of its own, which breaks the pattern: no text."""
+    request = "Text Maria Keller the time of her next appointment"
+    wish = (
+        '1. find_patient(name="Maria Keller")\n'
+        "2. get_upcoming_appointments(patient_id=$1.patients.0.patient_id)\n"
+        '3. send_sms(to=$2.appointments.0.doctor_id, text="See you soon")\ndone'
+    )
+    catalogue = (PHONES, UPCOMING, SMS)
+    steps = plan(request, wish, catalogue=catalogue)
+    assert steps[2].args["to"] == "$1.patients.0.phone"
+    off = plan(request, wish, catalogue=catalogue, off=frozenset({"coded-fields"}))
+    assert [step.tool for step in off] == ["find_patient", "get_upcoming_appointments"]

@@ -15,7 +15,10 @@ from ember.planner.grounding import (
     fits_role,
     is_path,
     listed_names,
+    name_rivals,
+    named_files,
     relative_paths,
+    said_as,
     said_at,
     spans_matching,
     stated_numbers,
@@ -443,3 +446,52 @@ def test_a_name_is_given_a_code_only_where_the_request_does_not_say_it_as_the_na
         description="Find a branch.",
     )
     assert coded_name_takers(own, {"name": "PAY-142"}, "Close PAY-142 today", tools) == []
+
+
+def _lookup(name: str, *, acts: bool = False) -> ToolDescriptor:
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}}
+    return ToolDescriptor(name, schema, description=f"{name}.", read_only=not acts)
+
+
+@pytest.mark.parametrize(
+    ("request_text", "name", "tool", "said"),
+    [
+        ("Email Dr. Nakamura the notes", "Dr. Nakamura", "find_doctor", True),
+        ("What's Dr. Alvarez's earliest slot?", "Alvarez", "find_doctor", True),
+        ("Book Dr Maria Keller", "Maria Keller", "find_doctor", True),
+        ("Find the patient Ada Moss", "Ada Moss", "find_patient", True),
+        ("帮刘洋约张医生的空档", "张", "find_doctor", True),
+        ("Aisha Rahman asked to move her appointment", "Aisha Rahman", "find_doctor", False),
+        ("Aisha Rahman asked to move her appointment", "Aisha Rahman", "find_patient", False),
+        ("Email Dr. Nakamura the notes", "Dr. Nakamura", "find_patient", False),
+    ],
+)
+def test_a_name_is_said_as_a_role_by_the_role_or_its_title(
+    request_text: str, name: str, tool: str, said: bool
+) -> None:
+    """`said_as`: the tool's subject, or its title ("Dr."), in the name, beside it, or (in
+    unspaced text) right after it."""
+    assert said_as(request_text, name, _lookup(tool)) is said
+
+
+def test_a_name_has_rivals_among_the_other_lookups_that_take_a_name() -> None:
+    """`name_rivals`: other tools that look a name up by a parameter of the same name, not
+    those that act; none for a reference or a tool that acts."""
+    tools = [_lookup("find_doctor"), _lookup("find_patient"), _lookup("rename", acts=True)]
+    assert name_rivals(tools[0], {"name": "Ada Moss"}, tools) == ("Ada Moss", ["find_patient"])
+    assert name_rivals(tools[0], {"name": "$1.name"}, tools) == ("", [])
+    assert name_rivals(tools[2], {"name": "Ada Moss"}, tools) == ("", [])
+
+
+def test_a_result_s_path_field_is_a_named_file_where_the_request_says_what_it_holds() -> None:
+    """`named_files`: a field that holds a path (`report_path`) whose other words the request
+    says outside quotes ("the lab report"); a bare `path` says nothing of the file."""
+    listed = {"type": "array", "items": {"type": "object", "properties": {"report_path": {}}}}
+    returns = {"type": "object", "properties": {"results": listed, "path": {"type": "string"}}}
+    found = named_files("Pull up Maria Keller's latest lab report", returns)
+    assert found
+    assert all(path.endswith(".report_path") for path in found)
+    file_path = {"type": "object", "properties": {"file_path": {"type": "string"}}}
+    assert named_files("Read the file notes.txt", file_path) == []
+    assert named_files("List Maria Keller's lab results", returns) == []
+    assert named_files("Send her the note 'see report'", returns) == []

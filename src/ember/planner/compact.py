@@ -19,6 +19,7 @@ the references a step may take: the fields of earlier steps' results whose type 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -113,9 +114,11 @@ def field_paths(
     """The paths (`.hotels.0.hotel_id`, `.amount`) into a result of schema `returns`: all of
     them (for references embedded in text), or those whose value may be passed whole as an
     argument of schema `parameter`: the same JSON type (integer and number are
-    interchangeable) and, if the parameter has a `format` (date, email), the same format; an
-    object the parameter describes must have every field it requires, and may be the whole
-    result (path "": `$1` for a statement from docs_financials)."""
+    interchangeable) and, if the parameter has a `format` (date, email), the same format, and
+    no `pattern` whose first character is another literal than the parameter's (an
+    appointment id `^A[0-9]{7}$` is no phone number `^\\+[1-9][0-9]{7,14}$`); an object the
+    parameter describes must have every field it requires, and may be the whole result (path
+    "": `$1` for a statement from docs_financials)."""
     paths = list(_walk(returns or {}, ""))
     if parameter is None:
         return [path for path, _ in paths]
@@ -123,14 +126,37 @@ def field_paths(
         paths.insert(0, ("", returns or {}))
     wanted = _json_type(parameter)
     form = parameter.get("format")
+    start = _literal_start(parameter)
     needed = set(parameter.get("required", [])) if json_type(parameter) == "object" else set()
     return [
         path
         for path, schema in paths
         if _json_type(schema) == wanted
         and (form is None or schema.get("format") == form)
+        and (start is None or _literal_start(schema) in (start, None))
         and needed <= schema.get("properties", {}).keys()
     ]
+
+
+_LITERAL_START = re.compile(r"\^(\\.|[A-Za-z0-9])")
+
+
+def _literal_start(schema: dict[str, Any]) -> str | None:
+    """The literal character a schema's `pattern` requires first (`^A[0-9]{7}$`: "A",
+    `^\\+[1-9]`: "+"), or None: no pattern, or one that starts with a class."""
+    match = _LITERAL_START.match(schema.get("pattern", ""))
+    return None if match is None else match.group(1)[-1]
+
+
+def coded_paths(returns: dict[str, Any] | None, parameter: dict[str, Any]) -> list[str]:
+    """The paths of `field_paths(returns, parameter)` whose `pattern` starts with the literal
+    the parameter's does (a patient's `phone`, `^\\+...`, for a text's `to`, `^\\+...`): the
+    same kind of code. Empty where the parameter's pattern starts with no literal."""
+    start = _literal_start(parameter)
+    if start is None:
+        return []
+    coded = {path for path, schema in _walk(returns or {}, "") if _literal_start(schema) == start}
+    return [path for path in field_paths(returns, parameter) if path in coded]
 
 
 def list_paths(returns: dict[str, Any] | None) -> list[tuple[str, dict[str, Any]]]:

@@ -68,7 +68,14 @@ MAX_STEPS = 12
 # steps over lists offered for "both" or "the three files" (a count: each a step of its own),
 # and a free text that is a word another parameter's pattern takes, moved to it, and a name
 # given a code another tool's parameter takes (the tool chosen again), and an optional date
-# the request does not name (left out).
+# the request does not name (left out), and a name looked up in a role the request does not
+# give it (a patient's name with the doctors' lookup: chosen again among lookups of names),
+# and a later lookup the request does not name kept where it leads to a tool the request names,
+# and an optional text the model composed that the request does not ask for (left out), and
+# an identifier from an earlier result already used where no unused one holds it, and a file
+# a result points to by a field the request names (a lab report: read before the plan ends),
+# and a code a parameter's pattern asks for taken from a result field of the same kind of code
+# (a patient's phone number to text, not the freshest result's doctor's name).
 RULES = (
     "push-bound",
     "schema",
@@ -97,6 +104,12 @@ RULES = (
     "pattern-place",
     "coded-name",
     "optional-dates",
+    "role-lookup",
+    "leads-named",
+    "unasked-text",
+    "fan-out",
+    "named-file",
+    "coded-fields",
 )
 
 
@@ -128,7 +141,13 @@ class _InventedPath(_Ungrounded):
 
 class _CodedName(_Ungrounded):
     """A name is given a code other tools take (`grounding.coded_name_takers`): the request
-    acts on what the code names, with one of them (`PlanDecoder._coded`)."""
+    acts on what the code names, with one of them (`PlanDecoder._instead`)."""
+
+
+class _OtherLookup(_Ungrounded):
+    """A name is looked up in a role the request does not give it, and another lookup of
+    names leads to more of what the request names (`PlanDecoder._rival_lookups`): the step
+    is chosen again among those (`PlanDecoder._instead`)."""
 
 
 class _Reordered:
@@ -185,8 +204,9 @@ class PlanDecoder:
         self._abstain = abstain
         self._off = off
         self.first_margin: float | None = None  # logit(step) - logit(done) at the first choice
-        # by step id: the tool given a code as a name, and the tools that take the code
-        self._coded: dict[int, tuple[str, list[str]]] = {}
+        # by step id: the tool given up (a name given a code, or looked up in the wrong role)
+        # and the tools the step is chosen again among (`coded-name`, `role-lookup`)
+        self._instead: dict[int, tuple[str, list[str]]] = {}
         self.end_margins: list[float] = []  # the same after each step, where `done` was offered
         self._cursor = cursor
         spoken = "numbers" not in off
@@ -247,20 +267,21 @@ class PlanDecoder:
             step_id = max((step.id for step in steps), default=0) + 1
             unused = self._unused(steps, {})
             passed = tried.setdefault(step_id, [])
+            unread = self._unread(steps)  # a file the request is about, found, to read next
             # a first tool given up stays given up (`passed` is this step's)
             names = self._offered(
                 steps,
                 unused,
                 failed,
                 self._given_up(tried, step_id),
-                order.only.get(step_id) or self._coded.get(step_id, ("", None))[1],
+                order.only.get(step_id) or self._instead.get(step_id, ("", None))[1] or unread,
             )
             # A plan begun leaves nothing the user gave unused (an address, a path, a code, a
             # number): small models stop before the last action ("... and email it to X").
             # While something is left that a tool could take, the plan goes on, for at most
             # two steps in a row that use none of it (a step in between may be needed).
             left = self._unused_givens(steps) if steps else []
-            can_end = self._may_end(names, left, pushed, early=step_id in order.only)
+            can_end = not unread and self._may_end(names, left, pushed, early=step_id in order.only)
             doubt = first if not steps else None
             if doubt == "abstain":
                 break  # no tool fits: the model's preference for a step is too weak
@@ -372,13 +393,13 @@ class PlanDecoder:
         """The tools not offered for step `step_id`: those given up for it, and those given up
         for the first step, which stay given up, but for one given a code as a name: it may
         be the lookup a later step needs, given a name (`coded-name`)."""
-        coded = self._coded.get(1, ("", None))[0]
+        coded = self._instead.get(1, ("", None))[0]
         first = [tool for tool in tried.get(1, ()) if step_id == 1 or tool != coded]
         return [*first, *tried.get(step_id, ())]
 
     def _go_back(self, order: _Reordered, step_id: int, passed: list[str]) -> bool:
         """`order.go_back`, the step no longer chosen again among a code's takers."""
-        self._coded.pop(step_id, None)
+        self._instead.pop(step_id, None)
         return order.go_back(step_id, passed)
 
     def _takers(self, tool: ToolDescriptor, args: dict[str, Any], earlier: list[Step]) -> list[str]:
@@ -389,6 +410,117 @@ class PlanDecoder:
             return []
         unused = self._unused(earlier, {})
         return [name for name in takers if self._available(name, earlier, unused)]
+
+    def _rival_lookups(
+        self, tool: ToolDescriptor, args: dict[str, Any], earlier: list[Step]
+    ) -> list[str]:
+        """The other lookups of names to choose step instead of this lookup of a name in `args`
+        (`grounding.name_rivals`), where the request does not say the name as what this one
+        looks up (`grounding.said_as`): those it says the name as ("Book Tomás Ortega into Dr.
+        Petrova's first free slot": no doctor is Tomás Ortega), else those whose result leads
+        to more of the tools the request names, and to all this one's leads to (`_leads_to`:
+        a patient found leads to the appointments to move, a doctor to free slots). Small
+        models look a name up with the lookup the request's topic brings to mind (a doctor's,
+        for an appointment). Empty: the step stands (rule `role-lookup`)."""
+        if "role-lookup" in self._off:
+            return []
+        name, rivals = grounding.name_rivals(tool, args, self._tools.values())
+        if not rivals or grounding.said_as(self._request, name, tool):
+            return []
+        unused = self._unused(earlier, {})
+        rivals = [other for other in rivals if self._available(other, earlier, unused)]
+        request = self._request
+        said = [other for other in rivals if grounding.said_as(request, name, self._tools[other])]
+        if said:
+            return said
+        lookups = {tool.tool_name, *rivals}
+        own = self._leads_to(tool.tool_name, earlier, lookups)
+        return [other for other in rivals if own < self._leads_to(other, earlier, lookups)]
+
+    def _leads_to(self, tool: str, earlier: list[Step], lookups: set[str]) -> frozenset[str]:
+        """The tools the request names (`grounding.names_tool`) that a plan could call after
+        `earlier` and a call of `tool`, one of `lookups`, and not without it, no other of
+        `lookups` called (`_reach`)."""
+        gained = self._reach([*earlier, _made(tool, earlier)], lookups) - self._reach(
+            earlier, lookups
+        )
+        return frozenset(name for name in gained if self._named(Step(id=1, tool=name)))
+
+    def _reach(self, earlier: list[Step], not_called: set[str]) -> frozenset[str]:
+        """The tools but `not_called` that a plan could call after `earlier`, one after
+        another, each call's result at hand for the next (`_available`, a call of each taken
+        as made)."""
+        steps = list(earlier)
+        reached: set[str] = set()
+        grown = True
+        while grown:
+            grown = False
+            for name in self._tools:
+                if name in reached or name in not_called or name in self._grounds.unasked:
+                    continue
+                if self._available(name, steps, steps):
+                    reached.add(name)
+                    steps.append(_made(name, steps))
+                    grown = True
+        return frozenset(reached)
+
+    def _unread(self, steps: list[Step]) -> list[str]:
+        """The tools that can read a file an earlier lookup's result points to by a field the
+        request names (`_named_files`: `report_path` for "Pull up Maria Keller's latest lab
+        report", after her lab results are listed), where no step has read it yet: the next
+        step is one of them, and the plan does not end before it (rule `named-file`). Small
+        models end with the listing, or mail the report's path instead of its text."""
+        if not set(self._named_files(steps)) - self._files_read(steps):
+            return []
+        unused = self._unused(steps, {})
+        return [
+            name
+            for name in self._tools
+            if self._tools[name].read_only is not False
+            and any(self._reads(name, param) for param in self._params(name))
+            and self._available(name, steps, unused)
+        ]
+
+    def _named_files(self, steps: list[Step]) -> list[tuple[int, str]]:
+        """(step id, field name) of each result field of a lookup of `steps` that holds a path
+        to a file the request names (`grounding.named_files`; rule `named-file`)."""
+        if "named-file" in self._off:
+            return []
+        return [
+            (step.id, path.rsplit(".", 1)[-1])
+            for step in steps
+            if self._tools[step.tool].read_only is not False
+            for path in grounding.named_files(self._request, self._tools[step.tool].returns)
+        ]
+
+    def _files_read(self, steps: list[Step]) -> set[tuple[int, str]]:
+        """(step id, field name) of each result field a step of `steps` passes as a path (a
+        step over a list, `$item.report_path`: the list's step)."""
+        read = set()
+        for step in steps:
+            listed = next(references(step.each), None) if step.each else None
+            for name, value in step.args.items():
+                if not self._reads(step.tool, name):
+                    continue
+                for ref in references(value):
+                    source = listed.step if ref.step == ITEM and listed else ref.step
+                    read |= {(source, ref.path[-1])} if ref.path else set()
+        return read
+
+    def _read_named(self, earlier: list[Step], unused: Sequence[Step]) -> list[Step]:
+        """The steps of `unused` (nothing uses their results) that read a file the request
+        names (`_named_files`): a text written after them cites what they read, not the file's
+        path or another field (rule `named-file`)."""
+        named = set(self._named_files(earlier))
+        return [step for step in unused if named & self._files_read([step])]
+
+    def _params(self, tool: str) -> dict[str, Any]:
+        properties: dict[str, Any] = self._tools[tool].parameters.get("properties", {})
+        return properties
+
+    def _reads(self, tool: str, name: str) -> bool:
+        """Whether parameter `name` of tool `tool` takes a path."""
+        return grounding.is_path(name, self._params(tool).get(name, {}))
 
     def _give_up(self, tool: str, passed: list[str], mark: object) -> None:
         """Give tool `tool` up for this step and go back to choose the step again."""
@@ -422,7 +554,7 @@ class PlanDecoder:
             return "hold"  # kept only if a step the request names uses its result
         if doubted:
             return "end"  # a weak preference, or a second choice, the request does not support
-        if steps and not left and self._unnamed(step, [*steps, *failed]):
+        if steps and not left and self._unnamed(step, steps, failed):
             return "again"  # a step nobody asked for, after all that was asked
         if held is not None and not self._feeds_named(step, held):
             return "end"  # the call held in doubt was no lookup this step needs
@@ -456,6 +588,8 @@ class PlanDecoder:
         allows): a later one while something the user gave is unused (`left`); a first one
         given a code as a name, among the tools that take the code (rule `coded-name`), or,
         wanted strongly, on a file the request never names (rule `retry-first`)."""
+        if isinstance(ungrounded, _OtherLookup):
+            return True
         if steps:
             return bool(left)
         if isinstance(ungrounded, _CodedName):
@@ -600,18 +734,25 @@ class PlanDecoder:
         tool = self._tools[step.tool]
         return grounding.names_tool(step, tool, self._request, self._grounds.stated_days)
 
-    def _unnamed(self, step: Step, earlier: Sequence[Step]) -> bool:
+    def _unnamed(self, step: Step, steps: list[Step], failed: Sequence[Step]) -> bool:
         """Whether a later step, made when all the user gave is used, is a lookup (a tool not
-        known to act) that no earlier step made and the request does not name
-        (`grounding.names_tool`; rule `named-later`). The model's wish to go on is strong (+4
-        to +12 logits over `done`): after all that was asked it adds lookups nobody asked for
-        (an on-call lookup before a deploy, a person looked up for a result's address, a
-        metric after the answer). A lookup a request implies but does not name comes before
-        what it names, while a value the request gave is still unused; the same lookup again
-        for another thing ("the weather in Oslo and in Bergen") is the request's."""
+        known to act) that no earlier step (of `steps`, or `failed`) made and the request does
+        not name (`grounding.names_tool`; rule `named-later`), nor needs: it leads to no tool
+        the request names that the plan cannot call without it (`_leads_to`; rule
+        `leads-named`: the patient to book a doctor's slot for, the request naming the
+        booking). The model's wish to go on is strong (+4 to +12 logits over `done`): after
+        all that was asked it adds lookups nobody asked for (an on-call lookup before a
+        deploy, a person looked up for a result's address, a metric after the answer). A
+        lookup a request implies but does not name comes before what it names, while a value
+        the request gave is still unused; the same lookup again for another thing ("the
+        weather in Oslo and in Bergen") is the request's."""
         if "named-later" in self._off or self._tools[step.tool].read_only is False:
             return False
-        return not any(other.tool == step.tool for other in earlier) and not self._named(step)
+        if any(other.tool == step.tool for other in [*steps, *failed]) or self._named(step):
+            return False
+        if step.tool in self._unread(steps):
+            return False  # it reads the file the request is about (`named-file`)
+        return "leads-named" in self._off or not self._leads_to(step.tool, steps, {step.tool})
 
     def _asks_each(self, steps: list[Step]) -> bool:
         """Whether the request asks for something done to each of several things that `steps`
@@ -828,12 +969,12 @@ class PlanDecoder:
             remaining = remaining[remaining.index(name) + 1 :]
             grounded = self._grounds.options(tool.tool_name, name, props[name], earlier, unused)
             if grounded is None:
-                value = self._value(props[name], earlier, unused)
+                value = self._value(props[name], earlier, unused, body=_body(tool) == name)
                 if grounding.breaks_pattern(props[name], value):
                     if name in required:
                         raise _Ungrounded  # a value its tool would refuse ("#" missing)
                 elif name in required or not (
-                    self._grounds.unsaid(props[name], value) or _repeats(value, args)
+                    self._grounds.unsaid(props[name], value, name) or _repeats(value, args)
                 ):
                     args[name] = value  # an optional number or choice never said: left out
             else:
@@ -849,8 +990,11 @@ class PlanDecoder:
         if "pattern-place" not in self._off:  # a project key written as the words to look for
             args = grounding.placed(tool, args, self._request)
         if "coded-name" not in self._off and (coded := self._takers(tool, args, earlier)):
-            self._coded[step_id] = (tool.tool_name, coded)  # chosen again among them
+            self._instead[step_id] = (tool.tool_name, coded)  # chosen again among them
             raise _CodedName  # "cancel A2604417" is no lookup of a patient of that name
+        if step_id not in self._instead and (rivals := self._rival_lookups(tool, args, earlier)):
+            self._instead[step_id] = (tool.tool_name, rivals)
+            raise _OtherLookup  # "move Aisha Rahman's next appointment": no doctor's name
         return Step(id=step_id, tool=tool.tool_name, args=args, after=after)
 
     def _after(self, earlier: list[Step], waits: list[int]) -> list[int]:
@@ -883,8 +1027,15 @@ class PlanDecoder:
         return [step for step in earlier if step.id not in used]
 
     def _value(
-        self, schema: dict[str, Any], earlier: list[Step], unused: Sequence[Step] = ()
+        self,
+        schema: dict[str, Any],
+        earlier: list[Step],
+        unused: Sequence[Step] = (),
+        *,
+        body: bool = True,
     ) -> Any:
+        """A value for `schema`; `body`: a text is its tool's last required one (a mail's body,
+        not its subject), which cites a file the plan read for the request (`_read_named`)."""
         cursor = self._cursor
         kind = value_kind(schema)
         if kind == "enum":
@@ -908,11 +1059,7 @@ class PlanDecoder:
         literal = starts.get(kind, ['"'])
         # Several results to deliver in one text parameter: a text citing each, not one whole.
         cites_all = "{$" in schema.get("description", "") and len(unused) > 1
-        references = [] if cites_all else self._grounds.references(schema, unused or earlier)
-        if not references and not cites_all:
-            references = self._grounds.references(schema, earlier)
-        if kind == "text":  # one item of a list is no text to pass on: the text embeds them
-            references = [ref for ref in references if not _indexed(ref)]
+        references = [] if cites_all else self._references(schema, earlier, unused)
         options = literal + (["$"] if references else [])
         choice = cursor.choose(options)
         if choice == len(literal):
@@ -935,7 +1082,9 @@ class PlanDecoder:
             if grounding.is_template(schema):  # its braces are the tool's placeholders: "{name}"
                 text = self._text([], ())
             else:
-                text = self._text(earlier, unused if "{$" in schema.get("description", "") else ())
+                cites = "{$" in schema.get("description", "")
+                must = unused if cites else self._read_named(earlier, unused) if body else ()
+                text = self._text(earlier, must)
             if text.startswith("/") and text not in self._request:
                 raise _Ungrounded  # an absolute path the user never gave: invented
             if any(a not in self._grounds.emails for a in grounding.EMAIL.findall(text)):
@@ -954,13 +1103,31 @@ class PlanDecoder:
         cursor.force('"')
         return text
 
+    def _references(
+        self, schema: dict[str, Any], earlier: list[Step], unused: Sequence[Step]
+    ) -> list[str]:
+        """The results a value of `schema` may be: those holding its kind of code where any
+        does (`Grounds.coded_references`, list items too), else those of `unused` steps where
+        any fits, else any earlier one; for a text, no one item of a list (the text embeds
+        them)."""
+        grounds = self._grounds
+        if coded := grounds.coded_references(schema, earlier):
+            return coded  # a code: one item's (the first patient's phone) is the value
+        references = grounds.references(schema, unused or earlier)
+        references = references or grounds.references(schema, earlier)
+        if value_kind(schema) == "text":
+            references = [ref for ref in references if not _indexed(ref)]
+        return references
+
     def _text(self, earlier: list[Step], must_use: Sequence[Step]) -> str:
         """Free text, in which each embedded reference (`{$N.path}`) the model opens is
         completed from earlier steps' result fields. Where the model would close the text
         before citing a step of `must_use`, a reference to that step is opened for it."""
         cursor = self._cursor
+        # a path to a file the request names, and a step has read, is cited by its text
+        read = set(self._named_files(earlier)) & self._files_read(earlier)
         embeddable = [
-            f"{step_ref(step.id)}{path}}}" for step in earlier for path in self._paths(step)
+            f"{step_ref(step.id)}{path}}}" for step in earlier for path in self._cited(step, read)
         ]
         pending = list(must_use)
         text = ""
@@ -980,7 +1147,7 @@ class PlanDecoder:
             elif pending:
                 step = pending.pop(0)
                 name = step_ref(step.id)
-                options = [f"{name}{path}}}" for path in self._paths(step)[1:] or [""]]
+                options = [f"{name}{path}}}" for path in self._cited(step, read) or [""]]
                 opening = " {$" if text and not text.endswith(" ") else "{$"
                 cursor.force(opening)
                 text += opening + options[cursor.choose(options)]
@@ -993,6 +1160,15 @@ class PlanDecoder:
 
     def _paths(self, step: Step) -> list[str]:
         return ["", *field_paths(self._grounds.returns(step))]
+
+    def _cited(self, step: Step, read: set[tuple[int, str]]) -> list[str]:
+        """The paths of `step`'s result a text may cite (`_paths`), but for the paths to files
+        the request names that a step read (`read`: (step id, field name)), and the paths
+        that step read them by: its text is cited instead (rule `named-file`)."""
+        paths = self._paths(step)
+        if self._files_read([step]) & read:  # the read itself: its text, not its path again
+            return [path for path in paths if path and not grounding.PATH_FIELD.search(path)]
+        return [path for path in paths if (step.id, path.rsplit(".", 1)[-1]) not in read]
 
     def _email(self, schema: dict[str, Any], earlier: list[Step]) -> str:
         """An address the request names or an earlier result holds (list items too): a small
@@ -1044,6 +1220,20 @@ class PlanDecoder:
 
 
 _DECIMAL = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+
+
+def _body(tool: ToolDescriptor) -> str | None:
+    """The last of a tool's required free-text parameters (a mail's `body`, after `subject`)."""
+    props = tool.parameters.get("properties", {})
+    required = tool.parameters.get("required", [])
+    texts = [name for name in props if name in required and grounding.free_text(props[name])]
+    return texts[-1] if texts else None
+
+
+def _made(tool: str, earlier: Sequence[Step]) -> Step:
+    """A call of `tool` after `earlier`, its arguments left out: what its result makes
+    possible (`PlanDecoder._reach`)."""
+    return Step(id=max((step.id for step in earlier), default=0) + 1, tool=tool)
 
 
 def _kind(given: str) -> str:

@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 
 from ember.plan import ITEM, ITEM_TOOL, Step, references, step_ref
-from ember.planner.compact import field_paths, json_type, text_paths, value_kind
+from ember.planner.compact import coded_paths, field_paths, json_type, text_paths, value_kind
 from ember.planner.dates import annotate_dates, stated_days
 from ember.planner.numbers import spoken_numbers
 from ember.planner.quotes import QUOTED, quoted_texts, unquoted
@@ -42,12 +42,15 @@ __all__ = [
     "calendar_dates",
     "declines",
     "fits_role",
+    "free_text",
     "givens",
     "integers",
     "is_identifier",
     "is_path",
     "listed_names",
+    "name_rivals",
     "named_dates",
+    "named_files",
     "names_tool",
     "needs_answer",
     "placed",
@@ -55,6 +58,7 @@ __all__ = [
     "reapplies",
     "recipients",
     "relative_paths",
+    "said_as",
     "said_at",
     "source_of",
     "spans_matching",
@@ -528,7 +532,7 @@ def names_tool(step: Step, tool: ToolDescriptor, request: str, days: Sequence[st
     parameters = tool.parameters.get("properties", {})
     own = {word for name in parameters for word in _words(name)}
     fields = {word for path in field_paths(tool.returns) for word in _words(path)} - own
-    subjects = [word for word in _words(tool.tool_name) if word not in _ANY_TOOL_VERBS] + [*fields]
+    subjects = [*_subjects(tool), *fields]
     if any(_same_word(subject, word) for subject in subjects for word in said):
         return True
     lowered = request.casefold()
@@ -627,7 +631,7 @@ def states(request: str, value: str) -> bool:
     return bool(words) and all(re.search(rf"\b{re.escape(word)}", text) for word in words)
 
 
-def _free_text(schema: dict[str, Any]) -> bool:
+def free_text(schema: dict[str, Any]) -> bool:
     """A string parameter that takes any text: no choices, no pattern, no format."""
     return json_type(schema) == "string" and not {"pattern", "format", "enum"} & set(schema)
 
@@ -641,6 +645,11 @@ def _says_text(request: str, value: str) -> bool:
     words = re.findall(r"\w+", value.casefold())
     said = re.findall(r"\w+", request.casefold())
     return bool(words) and all(any(w.startswith(word) for w in said) for word in words)
+
+
+def _composed(text: str) -> bool:
+    """A free text of more than three words that cites no result: the model's own."""
+    return "$" not in text and len(text.split()) > 3
 
 
 def spans_matching(request: str, schema: dict[str, Any]) -> list[str]:
@@ -672,7 +681,7 @@ def placed(tool: ToolDescriptor, args: dict[str, Any], request: str) -> dict[str
     required = set(tool.parameters.get("required", []))
     moved = dict(args)
     for name, value in args.items():
-        if name in required or not isinstance(value, str) or not _free_text(props.get(name, {})):
+        if name in required or not isinstance(value, str) or not free_text(props.get(name, {})):
             continue
         home = next(
             (
@@ -702,12 +711,12 @@ def coded_name_takers(
     "called" is the name asked for ("a branch named PAY-142"). Empty: no name is given a
     code."""
     props = tool.parameters.get("properties", {})
-    subjects = [word for word in _words(tool.tool_name) if word not in _ANY_TOOL_VERBS]
+    subjects = _subjects(tool)
     for name, value in args.items():
         if (
             not isinstance(value, str)
             or "name" not in _words(name)
-            or not _free_text(props.get(name, {}))
+            or not free_text(props.get(name, {}))
             or any(value in spans_matching(request, schema) for schema in props.values())
             or _beside(request, value, [*subjects, *_words(name), "named", "called"])
         ):
@@ -724,6 +733,81 @@ def coded_name_takers(
         if takers:
             return takers
     return []
+
+
+def name_rivals(
+    tool: ToolDescriptor, args: dict[str, Any], others: Iterable[ToolDescriptor]
+) -> tuple[str, list[str]]:
+    """The name `args` gives a lookup (`tool`, not known to act) and the other lookups that
+    take a name by a parameter of the same name (`find_patient(name=...)` and
+    `find_doctor(name=...)`): which one a name is for is a choice of role. ("", []): no
+    name given, or no other lookup takes one."""
+    if tool.read_only is False:
+        return "", []
+    props = tool.parameters.get("properties", {})
+    for name, value in args.items():
+        if (
+            not isinstance(value, str)
+            or value.startswith("$")
+            or "name" not in _words(name)
+            or not free_text(props.get(name, {}))
+        ):
+            continue
+        rivals = [
+            other.tool_name
+            for other in others
+            if other.tool_name != tool.tool_name
+            and other.read_only is not False
+            and free_text(other.parameters.get("properties", {}).get(name, {"type": "none"}))
+        ]
+        return (value, rivals) if rivals else ("", [])
+    return "", []
+
+
+def named_files(request: str, returns: dict[str, Any] | None) -> list[str]:
+    """The fields of a result (`field_paths`, `.results.0.report_path`) that hold a file's path
+    and whose names say what the file is in words the request says outside quotes
+    (`report_path`: "Pull up Maria Keller's latest lab report"): the file the request is
+    about, which the result only points to."""
+    said = _words(unquoted(request))
+    found = []
+    for path in field_paths(returns):
+        words = _words(path.rsplit(".", 1)[-1])
+        subjects = [word for word in words[:-1] if word not in ("path", "file")]
+        if words[-1:] not in (["path"], ["file"]) or not subjects:
+            continue  # not a path, or one that says nothing of its file (`file_path`)
+        if all(any(_same_word(word, other) for other in said) for word in subjects):
+            found.append(path)
+    return found
+
+
+# A person's title and the role it says ("Dr. Petrova" is a doctor), for `said_as`.
+_TITLES = {"dr": "doctor", "doc": "doctor", "prof": "professor"}
+_CJK_TITLES = {"医生": "doctor", "大夫": "doctor", "教授": "professor", "老师": "teacher"}
+
+
+def said_as(request: str, name: str, tool: ToolDescriptor) -> bool:
+    """Whether `request` says `name` as what `tool` looks up (a word of its name that is no
+    verb: `find_doctor`, "doctor"), or by that role's title: in the name itself ("Dr.
+    Petrova"), next to it ("patient Maria Keller", "Dr. Alvarez's"), or, unspaced, right
+    after it ("张医生")."""
+    subjects = _subjects(tool)
+    roles = [*subjects, *(title for title, role in _TITLES.items() if role in subjects)]
+    if any(_same_word(role, word.casefold()) for word in _bare_words(name) for role in roles):
+        return True
+    words = _bare_words(name)  # ("Dr." Maria Keller; Maria Keller "(patient)")
+    if words and (_beside(request, words[0], roles) or _beside(request, words[-1], roles)):
+        return True
+    return any(
+        role in subjects and (title in name or f"{name}{title}" in request)
+        for title, role in _CJK_TITLES.items()
+    )
+
+
+def _subjects(tool: ToolDescriptor) -> list[str]:
+    """The words of a tool's name that are no verb any tool could have (`search_hotels`:
+    "hotels")."""
+    return [word for word in _words(tool.tool_name) if word not in _ANY_TOOL_VERBS]
 
 
 def _beside(request: str, word: str, subjects: Sequence[str]) -> bool:
@@ -995,6 +1079,20 @@ class Grounds:
             found += [f"{name}{path}" for path in field_paths(self.returns(step), schema)]
         return found
 
+    def coded_references(self, schema: dict[str, Any], earlier: Sequence[Step]) -> list[str]:
+        """`N.path` for each field of an earlier result that holds the same kind of code as
+        `schema` (`compact.coded_paths`: a phone number for a text's recipient): where there
+        are any, a value of `schema` comes from one of them, not from the freshest result
+        (an appointment's doctor's name is no number to text; rule `coded-fields`)."""
+        if "coded-fields" in self.off:
+            return []
+        return [
+            f"{step_ref(step.id)}{path}"
+            for step in earlier
+            if step.id != ITEM
+            for path in coded_paths(self.returns(step), schema)
+        ]
+
     def never_stated(self, schema: dict[str, Any]) -> bool:
         """Whether no value of `schema` can be one the request states: a number where it states
         none, a choice none of whose values it says (an optional one is then not offered)."""
@@ -1013,7 +1111,7 @@ class Grounds:
             return False
         return value not in self.stated
 
-    def unsaid(self, schema: dict[str, Any], value: Any) -> bool:
+    def unsaid(self, schema: dict[str, Any], value: Any, name: str = "") -> bool:
         """An optional value the request does not state (`unstated`), or a short free text
         (three words at most, no pattern or format to hold it) whose words the request does not
         say: options the model adds from habit ("pattern": "*.pdf", ".*"). A longer text is
@@ -1021,7 +1119,8 @@ class Grounds:
         parameter's `default` says nothing either: the call is the same without it; nor does
         a time of day (HH:MM) in a request that states none (`states_a_time`), nor a date it
         does not name (a date of birth "2024-01-01" to find a patient by name; rule
-        `optional-dates`)."""
+        `optional-dates`), nor a longer text the model composed for parameter `name` where
+        the request does not ask for one (`_dictates`; rule `unasked-text`)."""
         if "default" in schema and _same(value, schema["default"]):
             return True
         if value_kind(schema) == "hhmm" and "times" not in self.off:
@@ -1029,9 +1128,27 @@ class Grounds:
         if value_kind(schema) == "date" and "optional-dates" not in self.off:
             literal = isinstance(value, str) and "$" not in value  # not a result's
             return literal and value not in self.named_dates and value not in self.stated_days
-        if isinstance(value, str) and _free_text(schema):
-            return "optional-text" not in self.off and not _says_text(self.request, value)
+        if isinstance(value, str) and free_text(schema):
+            if "optional-text" in self.off:
+                return False
+            if "unasked-text" not in self.off and _composed(value):
+                return not self._dictates(name, value)
+            return not _says_text(self.request, value)
         return self.unstated(schema, value)
+
+    def _dictates(self, name: str, text: str) -> bool:
+        """Whether the request asks for a text the model composed (`_composed`) as the value
+        of parameter `name`: it says the parameter's name (outside quotes: "reason: follow-up
+        BP", "add that as a comment"), or quotes a passage the text holds. A request in
+        Chinese is not judged (its words are not spaced). An optional reason, note or
+        description nobody asked for ("Appointment for Tomás Ortega with Dr. Petrova") is the
+        model's habit (rule `unasked-text`)."""
+        if re.search(r"[\u3000-\u9fff]", self.request):
+            return True
+        said = _words(unquoted(self.request))
+        if any(_same_word(word, own) for word in said for own in _words(name)):
+            return True
+        return any(quote in text or text in quote for quote in quoted_texts(self.request))
 
     def options(
         self,
@@ -1053,7 +1170,9 @@ class Grounds:
           results"): a code the request gives, or a field of that tool's results.
         - an email address: one the request names, or an earlier result's email field;
         - a list an earlier result holds under the parameter's name (`rows`): that field.
-        References go to results nothing uses yet where there are any: each feeds one call."""
+        References go to results nothing uses yet where there are any: each feeds one call; an
+        identifier none of those holds may come from any earlier result (one patient found
+        feeds the appointments' lookup and the lab results'; rule `fan-out`)."""
         if schema.get("format") == "email":
             found = [f"${ref}" for ref in self.references(schema, earlier)]
             called = self.tools.get(tool)
@@ -1092,6 +1211,11 @@ class Grounds:
             else:  # a code ("C-20417"), or a number long enough to be an id ("20417")
                 literals = self.codes + [str(n) for n in self.integers if n >= 100]
             named = [ref for ref in found if last_field(ref) in (name, "id")]
+            if not named and not literals and fresh and "fan-out" not in self.off:
+                # one result may feed several calls: the patient found, both for the upcoming
+                # appointments and for the lab results (`fresh` ones hold no such field)
+                every = self.references(schema, steps)
+                named = [ref for ref in every if last_field(ref) in (name, "id")]
             if not named and not literals and source is None:
                 # An id held by a result that is one plain text, nothing uses yet ("the file
                 # holds nothing but a customer id"): that text may be the id.
@@ -1188,7 +1312,7 @@ class Grounds:
                 if name in required:
                     return None
                 continue
-            if name not in required and options is None and self.unsaid(schema, value):
+            if name not in required and options is None and self.unsaid(schema, value, name):
                 continue
             args[name] = value
         if len(args) < tool.parameters.get("minProperties", 0):
