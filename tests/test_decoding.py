@@ -19,7 +19,13 @@ import numpy as np
 
 from ember.plan import Step
 from ember.planner import grounding
-from ember.planner.compact import field_paths, render_step, value_kind
+from ember.planner.compact import (
+    clashing_paths,
+    coded_paths,
+    field_paths,
+    render_step,
+    value_kind,
+)
 from ember.planner.decoding import PlanDecoder
 from ember.planner.vocabulary import Cursor, Logits, Vocabulary, _common_prefix
 from ember.tools.demo import demo_catalog
@@ -468,8 +474,12 @@ def test_grounded_values_come_from_the_request_or_a_result_of_the_same_format() 
         },
     }
     phone = {"type": "string", "pattern": r"^\+[1-9][0-9]{6,14}$"}
-    assert field_paths(found, phone) == [".phone", ".day", ".note"]
-    assert field_paths(found, {"type": "string"}) == [".appointment_id", ".phone", ".day", ".note"]
+    assert clashing_paths(found, phone) == {".appointment_id"}
+    assert coded_paths(found, phone) == [".phone"]
+    assert clashing_paths(found, {"type": "string"}) == set()
+    # a class, an escape class ("\d") or an optional first letter starts with no literal
+    for pattern in (r"^\d{6}$", "^A?[0-9]{6}$", "^[0-9]{6}$"):
+        assert coded_paths(found, {"type": "string", "pattern": pattern}) == []
     request = "Email anna.berg@example.com. Then 发邮件给 wang.fang@example.cn。"
     assert grounding.EMAIL.findall(request) == ["anna.berg@example.com", "wang.fang@example.cn"]
 
@@ -1767,3 +1777,26 @@ def test_a_code_a_pattern_asks_for_comes_from_a_result_field_of_the_same_kind() 
     assert steps[2].args["to"] == "$1.patients.0.phone"
     off = plan(request, wish, catalogue=catalogue, off=frozenset({"coded-fields"}))
     assert [step.tool for step in off] == ["find_patient", "get_upcoming_appointments"]
+
+
+def test_a_lookup_in_another_role_stands_where_the_step_cannot_be_chosen_again() -> None:
+    """Where the decoder cannot choose a later step again (`named-later` off: no go-back
+    point), a doctor looked up by a caller's name stands: the plan does not end there."""
+    request = "Jonas Brandt can't come, please cancel his next appointment"
+    earlier = [Step(1, "list_free_slots", {"doctor_id": "D001"})]
+    wish = '1. list_free_slots(doctor_id="D001")\n2. find_doctor(name="Jonas Brandt")\ndone'
+    off = frozenset({"named-later"})
+    steps = plan(request, wish, catalogue=FRONT_DESK, earlier=earlier, off=off)
+    assert steps == [Step(2, "find_doctor", {"name": "Jonas Brandt"})]
+
+
+def test_in_a_step_over_a_list_the_item_s_own_code_is_the_value() -> None:
+    """A text to each patient found: each one's phone (`$item.phone`), not the first
+    patient's (`coded-fields` prefers the item's code inside a step over a list)."""
+    wish = (
+        '1. find_patient(name="Keller")\n'
+        '2. for each item in $1.patients: send_sms(to=$item.phone, text="Reminder")\ndone'
+    )
+    steps = plan("Text every patient named Keller a reminder", wish, catalogue=(PHONES, SMS))
+    assert steps[1].each == "$1.patients"
+    assert steps[1].args["to"] == "$item.phone"

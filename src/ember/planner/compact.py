@@ -114,11 +114,9 @@ def field_paths(
     """The paths (`.hotels.0.hotel_id`, `.amount`) into a result of schema `returns`: all of
     them (for references embedded in text), or those whose value may be passed whole as an
     argument of schema `parameter`: the same JSON type (integer and number are
-    interchangeable) and, if the parameter has a `format` (date, email), the same format, and
-    no `pattern` whose first character is another literal than the parameter's (an
-    appointment id `^A[0-9]{7}$` is no phone number `^\\+[1-9][0-9]{7,14}$`); an object the
-    parameter describes must have every field it requires, and may be the whole result (path
-    "": `$1` for a statement from docs_financials)."""
+    interchangeable) and, if the parameter has a `format` (date, email), the same format; an
+    object the parameter describes must have every field it requires, and may be the whole
+    result (path "": `$1` for a statement from docs_financials)."""
     paths = list(_walk(returns or {}, ""))
     if parameter is None:
         return [path for path, _ in paths]
@@ -126,19 +124,18 @@ def field_paths(
         paths.insert(0, ("", returns or {}))
     wanted = _json_type(parameter)
     form = parameter.get("format")
-    start = _literal_start(parameter)
     needed = set(parameter.get("required", [])) if json_type(parameter) == "object" else set()
     return [
         path
         for path, schema in paths
         if _json_type(schema) == wanted
         and (form is None or schema.get("format") == form)
-        and (start is None or _literal_start(schema) in (start, None))
         and needed <= schema.get("properties", {}).keys()
     ]
 
 
-_LITERAL_START = re.compile(r"\^(\\.|[A-Za-z0-9])")
+# "^A[0-9]", "^\+": a literal first character (not a class, "\d", nor one made optional)
+_LITERAL_START = re.compile(r"\^(\\[^\w\s]|[A-Za-z0-9])(?![?*]|\{0)")
 
 
 def _literal_start(schema: dict[str, Any]) -> str | None:
@@ -157,6 +154,20 @@ def coded_paths(returns: dict[str, Any] | None, parameter: dict[str, Any]) -> li
         return []
     coded = {path for path, schema in _walk(returns or {}, "") if _literal_start(schema) == start}
     return [path for path in field_paths(returns, parameter) if path in coded]
+
+
+def clashing_paths(returns: dict[str, Any] | None, parameter: dict[str, Any]) -> set[str]:
+    """The paths into a result whose `pattern` starts with another literal than the
+    parameter's: another kind of code (an appointment id `^A[0-9]{7}$` is no phone number
+    `^\\+[1-9][0-9]{7,14}$`)."""
+    start = _literal_start(parameter)
+    if start is None:
+        return set()
+    return {
+        path
+        for path, schema in _walk(returns or {}, "")
+        if _literal_start(schema) not in (start, None)
+    }
 
 
 def list_paths(returns: dict[str, Any] | None) -> list[tuple[str, dict[str, Any]]]:

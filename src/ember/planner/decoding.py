@@ -147,7 +147,12 @@ class _CodedName(_Ungrounded):
 class _OtherLookup(_Ungrounded):
     """A name is looked up in a role the request does not give it, and another lookup of
     names leads to more of what the request names (`PlanDecoder._rival_lookups`): the step
-    is chosen again among those (`PlanDecoder._instead`)."""
+    is chosen again among those (`PlanDecoder._instead`), where it can be; where not, `step`
+    stands."""
+
+    def __init__(self, step: Step) -> None:
+        super().__init__()
+        self.step = step
 
 
 class _Reordered:
@@ -293,24 +298,19 @@ class PlanDecoder:
             )
             if choice == len(names) + len(lists):
                 break
-            try:
-                if choice < len(names):
-                    step = self._step(step_id, self._tools[names[choice]], steps)
-                else:
-                    step = self._each(step_id, lists[choice - len(names)], steps, unused)
-            except _Ungrounded as ungrounded:
+            made = self._attempt(
+                step_id, choice, names, lists=lists, steps=steps, unused=unused, mark=mark
+            )
+            if not isinstance(made, Step):
                 # (a first step is chosen again only for a path the request never names, a
                 # later one only while something the user gave is unused)
-                if (
-                    mark is not None
-                    and choice < len(names)
-                    and self._again_for(ungrounded, steps, left, doubt)
-                ):
+                if made is not None and self._again_for(made, steps, left, doubt):
                     self._give_up(names[choice], passed, mark)
                     continue
                 if self._go_back(order, step_id, passed):
                     continue
                 break  # the step needs a value that neither the request nor a result has
+            step = made
             verdict = self._verdict(
                 step,
                 steps,
@@ -337,6 +337,35 @@ class PlanDecoder:
             pushed = 0 if can_end or len(self._unused_givens(steps)) < len(left) else pushed + 1
         # a first call held in doubt that no next step the request names used: no tool fits
         return steps[len(earlier) :] if held is None else []
+
+    def _attempt(
+        self,
+        step_id: int,
+        choice: int,
+        names: Sequence[str],
+        *,
+        lists: Sequence[str],
+        steps: list[Step],
+        unused: Sequence[Step],
+        mark: object,
+    ) -> Step | _Ungrounded | None:
+        """Step `step_id` as choice `choice` makes it (a call of one of `names`, else a step
+        over one of `lists`); else why it cannot be made, where a call of another tool may be
+        chosen instead (a `mark` to go back to), or None. A lookup of a name in a role the
+        request does not give it that cannot be chosen again stands (`role-lookup`)."""
+        try:
+            if choice < len(names):
+                return self._step(step_id, self._tools[names[choice]], steps)
+            return self._each(step_id, lists[choice - len(names)], steps, unused)
+        except _Ungrounded as ungrounded:
+            if choice >= len(names):
+                return None
+            if mark is not None:
+                return ungrounded
+            if isinstance(ungrounded, _OtherLookup):
+                self._instead.pop(step_id, None)
+                return ungrounded.step
+            return None
 
     def _choose(
         self,
@@ -391,14 +420,15 @@ class PlanDecoder:
 
     def _given_up(self, tried: dict[int, list[str]], step_id: int) -> list[str]:
         """The tools not offered for step `step_id`: those given up for it, and those given up
-        for the first step, which stay given up, but for one given a code as a name: it may
-        be the lookup a later step needs, given a name (`coded-name`)."""
+        for the first step, which stay given up, but for the one chosen again instead
+        (`_instead`: given a code as a name, or a name in another role): it may be the lookup
+        a later step needs (`coded-name`, `role-lookup`)."""
         coded = self._instead.get(1, ("", None))[0]
         first = [tool for tool in tried.get(1, ()) if step_id == 1 or tool != coded]
         return [*first, *tried.get(step_id, ())]
 
     def _go_back(self, order: _Reordered, step_id: int, passed: list[str]) -> bool:
-        """`order.go_back`, the step no longer chosen again among a code's takers."""
+        """`order.go_back`, the step no longer chosen again among other tools (`_instead`)."""
         self._instead.pop(step_id, None)
         return order.go_back(step_id, passed)
 
@@ -992,10 +1022,11 @@ class PlanDecoder:
         if "coded-name" not in self._off and (coded := self._takers(tool, args, earlier)):
             self._instead[step_id] = (tool.tool_name, coded)  # chosen again among them
             raise _CodedName  # "cancel A2604417" is no lookup of a patient of that name
+        step = Step(id=step_id, tool=tool.tool_name, args=args, after=after)
         if step_id not in self._instead and (rivals := self._rival_lookups(tool, args, earlier)):
             self._instead[step_id] = (tool.tool_name, rivals)
-            raise _OtherLookup  # "move Aisha Rahman's next appointment": no doctor's name
-        return Step(id=step_id, tool=tool.tool_name, args=args, after=after)
+            raise _OtherLookup(step)  # "move Aisha Rahman's next appointment": no doctor's name
+        return step
 
     def _after(self, earlier: list[Step], waits: list[int]) -> list[int]:
         """The steps a step is written to run after: `waits` (forced), then those the model
@@ -1032,7 +1063,7 @@ class PlanDecoder:
         earlier: list[Step],
         unused: Sequence[Step] = (),
         *,
-        body: bool = True,
+        body: bool = False,
     ) -> Any:
         """A value for `schema`; `body`: a text is its tool's last required one (a mail's body,
         not its subject), which cites a file the plan read for the request (`_read_named`)."""
@@ -1147,7 +1178,8 @@ class PlanDecoder:
             elif pending:
                 step = pending.pop(0)
                 name = step_ref(step.id)
-                options = [f"{name}{path}}}" for path in self._cited(step, read) or [""]]
+                fields = [path for path in self._cited(step, read) if path]
+                options = [f"{name}{path}}}" for path in fields or [""]]
                 opening = " {$" if text and not text.endswith(" ") else "{$"
                 cursor.force(opening)
                 text += opening + options[cursor.choose(options)]

@@ -20,7 +20,14 @@ from typing import Any
 import msgspec
 
 from ember.plan import ITEM, ITEM_TOOL, Step, references, step_ref
-from ember.planner.compact import coded_paths, field_paths, json_type, text_paths, value_kind
+from ember.planner.compact import (
+    clashing_paths,
+    coded_paths,
+    field_paths,
+    json_type,
+    text_paths,
+    value_kind,
+)
 from ember.planner.dates import annotate_dates, stated_days
 from ember.planner.numbers import spoken_numbers
 from ember.planner.quotes import QUOTED, quoted_texts, unquoted
@@ -649,7 +656,7 @@ def _says_text(request: str, value: str) -> bool:
 
 def _composed(text: str) -> bool:
     """A free text of more than three words that cites no result: the model's own."""
-    return "$" not in text and len(text.split()) > 3
+    return "{$" not in text and not text.startswith("$") and len(text.split()) > 3
 
 
 def spans_matching(request: str, schema: dict[str, Any]) -> list[str]:
@@ -748,7 +755,7 @@ def name_rivals(
     for name, value in args.items():
         if (
             not isinstance(value, str)
-            or value.startswith("$")
+            or "$" in value  # a result's name, or a text citing one
             or "name" not in _words(name)
             or not free_text(props.get(name, {}))
         ):
@@ -1076,7 +1083,9 @@ class Grounds:
             if step.id == ITEM and self.item is not None:
                 whole = {"type": "object", "properties": {"item": self.item[1]}}
                 found += [name] if field_paths(whole, schema) == [".item"] else []
-            found += [f"{name}{path}" for path in field_paths(self.returns(step), schema)]
+            returns = self.returns(step)
+            clash = set() if "coded-fields" in self.off else clashing_paths(returns, schema)
+            found += [f"{name}{path}" for path in field_paths(returns, schema) if path not in clash]
         return found
 
     def coded_references(self, schema: dict[str, Any], earlier: Sequence[Step]) -> list[str]:
@@ -1086,12 +1095,13 @@ class Grounds:
         (an appointment's doctor's name is no number to text; rule `coded-fields`)."""
         if "coded-fields" in self.off:
             return []
-        return [
+        found = [
             f"{step_ref(step.id)}{path}"
             for step in earlier
-            if step.id != ITEM
             for path in coded_paths(self.returns(step), schema)
         ]
+        # in a step over a list, the item's own code ("$item.phone": each patient's)
+        return [ref for ref in found if ref.startswith("item")] or found
 
     def never_stated(self, schema: dict[str, Any]) -> bool:
         """Whether no value of `schema` can be one the request states: a number where it states
@@ -1129,11 +1139,9 @@ class Grounds:
             literal = isinstance(value, str) and "$" not in value  # not a result's
             return literal and value not in self.named_dates and value not in self.stated_days
         if isinstance(value, str) and free_text(schema):
-            if "optional-text" in self.off:
-                return False
             if "unasked-text" not in self.off and _composed(value):
                 return not self._dictates(name, value)
-            return not _says_text(self.request, value)
+            return "optional-text" not in self.off and not _says_text(self.request, value)
         return self.unstated(schema, value)
 
     def _dictates(self, name: str, text: str) -> bool:
@@ -1211,11 +1219,6 @@ class Grounds:
             else:  # a code ("C-20417"), or a number long enough to be an id ("20417")
                 literals = self.codes + [str(n) for n in self.integers if n >= 100]
             named = [ref for ref in found if last_field(ref) in (name, "id")]
-            if not named and not literals and fresh and "fan-out" not in self.off:
-                # one result may feed several calls: the patient found, both for the upcoming
-                # appointments and for the lab results (`fresh` ones hold no such field)
-                every = self.references(schema, steps)
-                named = [ref for ref in every if last_field(ref) in (name, "id")]
             if not named and not literals and source is None:
                 # An id held by a result that is one plain text, nothing uses yet ("the file
                 # holds nothing but a customer id"): that text may be the id.
@@ -1226,6 +1229,11 @@ class Grounds:
                     if len(schema.get("properties", {})) == 1
                     and len(paths := text_paths(schema)) == 1
                 ]
+            if not named and not literals and fresh and "fan-out" not in self.off:
+                # one result may feed several calls: the patient found, both for the upcoming
+                # appointments and for the lab results (`fresh` ones hold no such field)
+                every = self.references(schema, steps)
+                named = [ref for ref in every if last_field(ref) in (name, "id")]
         # A code the request gives that breaks the parameter's pattern is no value for it
         # ("IDN-407" for a thread id "^M-[0-9]+$"): its tool would refuse the call.
         literals = [value for value in literals if not breaks_pattern(schema, value)]
