@@ -500,7 +500,7 @@ class PlanDecoder:
         report", after her lab results are listed), where no step has read it yet: the next
         step is one of them, and the plan does not end before it (rule `named-file`). Small
         models end with the listing, or mail the report's path instead of its text."""
-        if not set(self._named_files(steps)) - self._files_read(steps):
+        if not self._named_files(steps) - self._files_read(steps):
             return []
         unused = self._unused(steps, {})
         return [
@@ -511,17 +511,17 @@ class PlanDecoder:
             and self._available(name, steps, unused)
         ]
 
-    def _named_files(self, steps: list[Step]) -> list[tuple[int, str]]:
+    def _named_files(self, steps: list[Step]) -> set[tuple[int, str]]:
         """(step id, field name) of each result field of a lookup of `steps` that holds a path
         to a file the request names (`grounding.named_files`; rule `named-file`)."""
         if "named-file" in self._off:
-            return []
-        return [
+            return set()
+        return {
             (step.id, path.rsplit(".", 1)[-1])
             for step in steps
             if self._tools[step.tool].read_only is not False
             for path in grounding.named_files(self._request, self._tools[step.tool].returns)
-        ]
+        }
 
     def _files_read(self, steps: list[Step]) -> set[tuple[int, str]]:
         """(step id, field name) of each result field a step of `steps` passes as a path (a
@@ -541,7 +541,7 @@ class PlanDecoder:
         """The steps of `unused` (nothing uses their results) that read a file the request
         names (`_named_files`): a text written after them cites what they read, not the file's
         path or another field (rule `named-file`)."""
-        named = set(self._named_files(earlier))
+        named = self._named_files(earlier)
         return [step for step in unused if named & self._files_read([step])]
 
     def _params(self, tool: str) -> dict[str, Any]:
@@ -1156,7 +1156,7 @@ class PlanDecoder:
         before citing a step of `must_use`, a reference to that step is opened for it."""
         cursor = self._cursor
         # a path to a file the request names, and a step has read, is cited by its text
-        read = set(self._named_files(earlier)) & self._files_read(earlier)
+        read = self._named_files(earlier) & self._files_read(earlier)
         embeddable = [
             f"{step_ref(step.id)}{path}}}" for step in earlier for path in self._cited(step, read)
         ]
