@@ -1186,7 +1186,8 @@ def test_a_first_step_on_a_file_nobody_named_is_chosen_again() -> None:
     wish = f'1. read_file(path="notes.txt")\nsummarize_text(text="{text}", max_words=10)\ndone'
     expected = [Step(1, "summarize_text", {"text": text, "max_words": 10})]
     assert plan(request, wish, catalogue=tools) == expected
-    assert plan(request, wish, catalogue=tools, off=frozenset({"retry-first"})) == []
+    off = frozenset({"retry-first", "retry-ungrounded"})  # (the second covers it too)
+    assert plan(request, wish, catalogue=tools, off=off) == []
     # the second choice must be one the request gives values for: a city nobody named is not
     junk = '1. read_file(path="notes.txt")\nget_weather(city="Lisbon", date="2026-03-03")\n'
     assert plan(request, junk, catalogue=weather) == []
@@ -1800,3 +1801,268 @@ def test_in_a_step_over_a_list_the_item_s_own_code_is_the_value() -> None:
     steps = plan("Text every patient named Keller a reminder", wish, catalogue=(PHONES, SMS))
     assert steps[1].each == "$1.patients"
     assert steps[1].args["to"] == "$item.phone"
+
+
+SLOTS = _clinic(
+    "list_free_slots",
+    {
+        "date": {"type": "string", "format": "date"},
+        "service_type": {"type": "string", "enum": ["mot", "tyres", "brakes"]},
+    },
+    ["date", "service_type"],
+)
+
+
+def test_in_doubt_a_day_and_a_choice_the_request_names_are_values_it_gives() -> None:
+    """ "anything free for an MOT on thursday?": the call's values are a date and a stated
+    choice, both the request's; in doubt, the call is kept. With the rule off, or where the
+    request names neither, nothing in the call comes from the request: no plan."""
+    doubtful = (-50.0, 50.0)  # every first choice is in the band: the values decide
+    wish = '1. list_free_slots(date="2026-03-05", service_type="mot")\ndone'
+    named = plan(
+        "anything free for an MOT on thursday?", wish, catalogue=(SLOTS,), abstain=doubtful
+    )
+    assert named == [Step(1, "list_free_slots", {"date": "2026-03-05", "service_type": "mot"})]
+    off = frozenset({"named-values"})
+    request = "anything free for an MOT on thursday?"
+    assert plan(request, wish, catalogue=(SLOTS,), abstain=doubtful, off=off) == []
+    assert plan("anything on?", wish, catalogue=(SLOTS,), abstain=doubtful) == []
+
+
+def _sms(description: str) -> ToolDescriptor:
+    to = {"type": "string", "pattern": r"^\+[1-9][0-9]{7,14}$", "description": description}
+    return _clinic(
+        "send_sms", {"to": to, "message": {"type": "string"}}, ["to", "message"], acts=True
+    )
+
+
+def test_a_phone_number_is_written_in_the_international_form_its_parameter_documents() -> None:
+    """A UK mobile given with its trunk 0 ("07700 900461") to a parameter that asks for
+    "+44 and drop the leading 0": the number in that form, one choice. Where the parameter
+    documents no calling code, or with the rule off, the model's national number breaks the
+    pattern: no plan (a country is not the planner's to guess)."""
+    request = "text 07700 900461 - the car is ready for collection"
+    wish = '1. send_sms(to="07700 900461", message="Your car is ready for collection")\ndone'
+    uk = (_sms("Mobile number in international format (UK: +44 and drop the leading 0)."),)
+    steps = plan(request, wish, catalogue=uk)
+    assert steps == [
+        Step(
+            1,
+            "send_sms",
+            {"to": "+447700900461", "message": "Your car is ready for collection"},
+        )
+    ]
+    assert plan(request, wish, catalogue=uk, off=frozenset({"phone-forms"})) == []
+    assert plan(request, wish, catalogue=(_sms("Mobile number, international format."),)) == []
+
+
+ARCHIVE = _clinic(
+    "read_file",
+    {"path": {"type": "string", "pattern": "^/", "description": "Absolute path."}},
+    ["path"],
+)
+ARCHIVE = msgspec.structs.replace(
+    ARCHIVE,
+    returns={"type": "object", "properties": {"path": _ID, "content": _ID}},
+    description=(
+        "Read a document from the archive. Layout: /archive/policies/courtesy-car.md, "
+        "/archive/daybook/YYYY-MM-DD.txt (end-of-day notes), /archive/reports/<job_id>.txt."
+    ),
+)
+
+
+def test_a_file_the_tool_documents_is_read_where_the_request_names_what_it_is() -> None:
+    """ "What does our courtesy car policy say?": the tool's description lists
+    /archive/policies/courtesy-car.md; the request names every word of the file's name, so the
+    path is offered. A file named by a date is offered for a day the request names and its
+    folder ("yesterday's daybook"). A file the description does not list, or one named by
+    another placeholder, stays an invented path; with the rule off, so does every one."""
+    wish = '1. read_file(path="/archive/policies/courtesy-car.md")\ndone'
+    policy = "What does our courtesy car policy say?"
+    assert plan(policy, wish, catalogue=(ARCHIVE,)) == [
+        Step(1, "read_file", {"path": "/archive/policies/courtesy-car.md"})
+    ]
+    assert plan(policy, wish, catalogue=(ARCHIVE,), off=frozenset({"documented-paths"})) == []
+    daybook = plan(
+        "read me yesterday's daybook",
+        '1. read_file(path="/archive/daybook/2026-03-01.txt")\ndone',
+        catalogue=(ARCHIVE,),
+    )
+    assert daybook == [Step(1, "read_file", {"path": "/archive/daybook/2026-03-01.txt"})]
+    warranty = '1. read_file(path="/archive/policies/warranty.md")\ndone'
+    assert plan("What does our warranty say?", warranty, catalogue=(ARCHIVE,)) == []
+    report = '1. read_file(path="/archive/reports/J004417.txt")\ndone'
+    assert plan("Read the report of job J004417", report, catalogue=(ARCHIVE,)) == []
+
+
+def _unmarked(tool: ToolDescriptor) -> ToolDescriptor:
+    """`tool` as a catalogue that does not say which tools act describes it."""
+    return msgspec.structs.replace(tool, read_only=None)
+
+
+GARAGE = (
+    _returning(
+        _clinic("find_customer", {"name": {"type": "string"}}, ["name"]),
+        "customers",
+        {"customer_id": {"type": "string", "pattern": "^C[0-9]{5}$"}},
+    ),
+    _returning(
+        _clinic(
+            "list_jobs",
+            {"customer_id": {"type": "string", "pattern": "^C[0-9]{5}$"}},
+            ["customer_id"],
+        ),
+        "jobs",
+        {"job_id": {"type": "string", "pattern": "^J[0-9]{6}$"}},
+    ),
+    msgspec.structs.replace(
+        _clinic(
+            "book_job",
+            {"customer_id": {"type": "string", "pattern": "^C[0-9]{5}$"}},
+            ["customer_id"],
+            acts=True,
+        ),
+        returns={
+            "type": "object",
+            "properties": {"job_id": {"type": "string", "pattern": "^J[0-9]{6}$"}},
+        },
+    ),
+    _clinic(
+        "cancel_job",
+        {
+            "job_id": {"type": "string", "pattern": "^J[0-9]{6}$"},
+            "reason": {"type": "string", "enum": ["customer_request", "other"]},
+        },
+        ["job_id", "reason"],
+        acts=True,
+    ),
+)
+
+
+def test_a_first_lookup_in_doubt_stands_where_the_next_leads_on_to_what_the_request_names() -> None:
+    """ "cancel her booking": the customer (a lookup in doubt, not named) feeds her jobs (not
+    named either), which lead to the cancellation the request names: the three stand. The
+    jobs' lookup counts as leading there only because no plan books a job nobody asked for
+    to have one to cancel. With the rule off, the held lookup was no step the request named:
+    no plan."""
+    request = "lisa brandt is moving away, cancel her booking"
+    wish = (
+        '1. find_customer(name="lisa brandt")\n'
+        "2. list_jobs(customer_id=$1.customers.0.customer_id)\n"
+        '3. cancel_job(job_id=$2.jobs.0.job_id, reason="customer_request")\ndone'
+    )
+    doubtful = (-50.0, 50.0)  # every first choice is in the band
+    # (a catalogue that does not say which tools act: their names do)
+    unmarked = tuple(_unmarked(tool) for tool in GARAGE)
+    steps = plan(request, wish, catalogue=unmarked, abstain=doubtful)
+    assert [step.tool for step in steps] == ["find_customer", "list_jobs", "cancel_job"]
+    off = frozenset({"lookup-chain"})
+    assert plan(request, wish, catalogue=unmarked, abstain=doubtful, off=off) == []
+
+
+def test_an_action_on_a_thing_the_request_says_another_action_on_is_chosen_again() -> None:
+    """ "cancel it": the model books a job first (small models book before they cancel).
+    Booking and cancelling act on jobs, the request says "cancel", not "book": the booking is
+    chosen again, and the model ends the plan instead. Said, or with the rule off, it stands."""
+    wish = '1. list_jobs(customer_id="C01482")\n2. book_job(customer_id="C01482")\ndone'
+    cancel = "C01482 can't make it on Friday, cancel it"
+    assert [step.tool for step in plan(cancel, wish, catalogue=GARAGE)] == ["list_jobs"]
+    off = plan(cancel, wish, catalogue=GARAGE, off=frozenset({"said-action"}))
+    assert [step.tool for step in off] == ["list_jobs", "book_job"]
+    book = "C01482 wants a booking for Friday; what does she have now?"
+    assert [step.tool for step in plan(book, wish, catalogue=GARAGE)] == ["list_jobs", "book_job"]
+
+
+def test_an_identifier_comes_from_a_field_that_qualifies_its_name() -> None:
+    """A vehicle's keeper is `owner_customer_id`: the customers' lookup by `customer_id` takes
+    it, as it takes a `customer_id` field. With the rule off, no result holds the id: only a
+    code of the request is at hand (the plate's first word)."""
+    vehicles = _returning(
+        _clinic("find_vehicle", {"registration": {"type": "string"}}, ["registration"]),
+        "vehicles",
+        {"vehicle_id": _ID, "owner_customer_id": _ID},
+    )
+    customers = _clinic("find_customer", {"customer_id": {"type": "string"}}, ["customer_id"])
+    request = "Look up GY21 PLN and then its owner's customer record"
+    wish = (
+        '1. find_vehicle(registration="GY21 PLN")\n'
+        "2. find_customer(customer_id=$1.vehicles.0.owner_customer_id)\ndone"
+    )
+    steps = plan(request, wish, catalogue=(vehicles, customers))
+    assert steps[1:] == [
+        Step(2, "find_customer", {"customer_id": "$1.vehicles.0.owner_customer_id"})
+    ]
+    off = plan(request, wish, catalogue=(vehicles, customers), off=frozenset({"qualified-ids"}))
+    assert off[1:] == [Step(2, "find_customer", {"customer_id": "GY21"})]
+
+
+def test_a_first_step_whose_values_cannot_be_had_is_chosen_again() -> None:
+    """ "What was the last job on BD66 YTR?": the model lists jobs by a day nobody named (the
+    only filter it can give: no vehicle id is at hand, and one is needed); chosen again, it
+    looks the vehicle up by the plate, a lookup held in doubt until the jobs' lookup the
+    request names uses it. With the rule off, the plan ends before it begins."""
+    vehicles = _returning(
+        _clinic("find_vehicle", {"registration": {"type": "string"}}, ["registration"]),
+        "vehicles",
+        {"vehicle_id": {"type": "string", "pattern": "^V[0-9]{5}$"}},
+    )
+    jobs = _clinic(
+        "list_jobs",
+        {
+            "vehicle_id": {"type": "string", "pattern": "^V[0-9]{5}$"},
+            "date": {"type": "string", "format": "date"},
+        },
+        [],
+    )
+    jobs = msgspec.structs.replace(jobs, parameters={**jobs.parameters, "minProperties": 1})
+    request = "What was the last job on BD66 YTR?"
+    wish = (
+        '1. list_jobs(date="2026-03-09")\n'
+        '1. find_vehicle(registration="BD66 YTR")\n'
+        "2. list_jobs(vehicle_id=$1.vehicles.0.vehicle_id)\ndone"
+    )
+    steps = plan(request, wish, catalogue=(vehicles, jobs))
+    assert steps == [
+        Step(1, "find_vehicle", {"registration": "BD66 YTR"}),
+        Step(2, "list_jobs", {"vehicle_id": "$1.vehicles.0.vehicle_id"}),
+    ]
+    off = frozenset({"retry-ungrounded"})
+    assert plan(request, wish, catalogue=(vehicles, jobs), off=off) == []
+
+
+MAIL_ATTACHING = _clinic(
+    "send_mail",
+    {
+        "to": {"type": "string", "format": "email"},
+        "subject": {"type": "string"},
+        "body": {"type": "string"},
+        "attachment_path": {
+            "type": "string",
+            "pattern": "^/archive/",
+            "description": 'Archive path of a document to attach, e.g. "/archive/invoices/I1.pdf".',
+        },
+    },
+    ["to", "subject", "body"],
+    acts=True,
+)
+
+
+def test_a_file_the_request_names_and_no_step_passed_is_attached_to_the_mail() -> None:
+    """ "email our courtesy car policy to ann@example.com": the archive documents the policy's
+    path (another tool's description), no step reads it, so the mail attaches it (the model
+    wrote "Attached." and attached nothing). Read before, its text is the body's, and nothing
+    is attached; with the rule off, the model's mail stands."""
+    request = "email our courtesy car policy to ann@example.com"
+    wish = '1. send_mail(to="ann@example.com", subject="Policy", body="Attached.")\ndone'
+    catalogue = (ARCHIVE, MAIL_ATTACHING)
+    steps = plan(request, wish, catalogue=catalogue)
+    assert steps[0].args["attachment_path"] == "/archive/policies/courtesy-car.md"
+    off = plan(request, wish, catalogue=catalogue, off=frozenset({"sends-named"}))
+    assert "attachment_path" not in off[0].args
+    read = (
+        '1. read_file(path="/archive/policies/courtesy-car.md")\n'
+        '2. send_mail(to="ann@example.com", subject="Policy", body=$1.content)\ndone'
+    )
+    steps = plan(request, read, catalogue=catalogue)
+    assert [step.tool for step in steps] == ["read_file", "send_mail"]
+    assert "attachment_path" not in steps[1].args

@@ -11,12 +11,15 @@ import pytest
 from ember.plan import Step
 from ember.planner.grounding import (
     Grounds,
+    calling_codes,
     coded_name_takers,
     fits_role,
+    givens,
     is_path,
     listed_names,
     name_rivals,
     named_files,
+    phone_forms,
     relative_paths,
     said_as,
     said_at,
@@ -495,3 +498,37 @@ def test_a_result_s_path_field_is_a_named_file_where_the_request_says_what_it_ho
     assert named_files("Read the file notes.txt", file_path) == []
     assert named_files("List Maria Keller's lab results", returns) == []
     assert named_files("Send her the note 'see report'", returns) == []
+
+
+def test_a_parameter_documents_its_country_calling_code_by_itself_or_by_an_example() -> None:
+    assert calling_codes("UK numbers: +44 and drop the leading 0") == ["44"]
+    assert calling_codes('e.g. 07700 900123 -> "+447700900123"') == ["44"]
+    assert calling_codes('International format, e.g. "+447700900123"') == []  # 4? 44? 447?
+    assert calling_codes("A mobile number") == []
+
+
+def test_a_phone_number_in_the_forms_a_tool_may_ask_for() -> None:
+    assert phone_forms("07700 900461", ["44"]) == ["07700 900461", "07700900461", "+447700900461"]
+    assert phone_forms("07700 900461") == ["07700 900461", "07700900461"]  # no country known
+    assert phone_forms("+44 7700 900118")[-1] == "+447700900118"
+    assert phone_forms("0044 20 7946 0018")[-1] == "+442079460018"
+
+
+def test_a_phone_number_is_one_given_not_two_numbers() -> None:
+    request = "text 07700 900461 that the car is ready, we're open till 6"
+    assert givens(request) == [("07700",), ("900461",), ("6",)]
+    assert givens(request, phones=True) == [
+        ("07700 900461", "07700900461", "7700900461"),
+        ("6",),
+    ]
+    # a date, a time or an amount is no phone number
+    plain = "on 2026-05-14 at 10:30 pay 1,200,000 to ACC-0012345678"
+    assert givens(plain, phones=True) == givens(plain) == [("ACC-0012345678",), ("1200000",)]
+
+
+def test_an_example_path_in_a_description_names_no_format() -> None:
+    """ "e.g. /archive/invoices/I1.pdf" shows where documents live, not that only PDFs fit."""
+    attachment = {"type": "string", "description": "A document to attach, e.g. /archive/i/I1.pdf."}
+    assert fits_role("attachment_path", attachment, "/archive/policies/courtesy-car.md")
+    pdf_only = {"type": "string", "description": "The PDF file to attach."}
+    assert not fits_role("attachment_path", pdf_only, "/archive/policies/courtesy-car.md")

@@ -75,7 +75,15 @@ MAX_STEPS = 12
 # an identifier from an earlier result already used where no unused one holds it, and a file
 # a result points to by a field the request names (a lab report: read before the plan ends),
 # and a code a parameter's pattern asks for taken from a result field of the same kind of code
-# (a patient's phone number to text, not the freshest result's doctor's name).
+# (a patient's phone number to text, not the freshest result's doctor's name), and a day and
+# a stated choice the request names counted as its values in the check of a first call in doubt,
+# and a phone number in the international form its parameter documents, and a file a tool
+# documents by path offered where the request names what it is, and a lookup in doubt kept when
+# the next lookup leads to a tool the request names (no way through an action nobody asked for),
+# and a step acting on a thing the request says another action on chosen again (no booking
+# where it says cancel), and an identifier taken from a field that qualifies its name (a
+# vehicle's `owner_customer_id`), and any first step whose values cannot be had chosen again,
+# and a file the request names that no step passed attached where a tool that acts takes one.
 RULES = (
     "push-bound",
     "schema",
@@ -110,6 +118,14 @@ RULES = (
     "fan-out",
     "named-file",
     "coded-fields",
+    "named-values",
+    "phone-forms",
+    "documented-paths",
+    "lookup-chain",
+    "said-action",
+    "qualified-ids",
+    "retry-ungrounded",
+    "sends-named",
 )
 
 
@@ -213,12 +229,18 @@ class PlanDecoder:
         # and the tools the step is chosen again among (`coded-name`, `role-lookup`)
         self._instead: dict[int, tuple[str, list[str]]] = {}
         self.end_margins: list[float] = []  # the same after each step, where `done` was offered
+        # first tools given up for values they could not have yet (`retry-ungrounded`): the
+        # next first step is kept only as one in doubt is, its values given and its tool
+        # named; they may be later steps (the jobs listed once the vehicle is found)
+        self._unready: set[str] = set()
+        # (not where the values check cannot judge the next choice: a request in Chinese)
+        self._retries_ungrounded = "retry-ungrounded" not in off and not grounding.unspaced(request)
         self._cursor = cursor
         spoken = "numbers" not in off
         self._grounds = grounding.Grounds(catalogue, request, today, spoken=spoken, off=off)
         self._tools = dict(self._grounds.tools)  # addresses marked as the grounds mark them
         self._request = request
-        self._givens = grounding.givens(request, spoken=spoken)
+        self._givens = grounding.givens(request, spoken=spoken, phones="phone-forms" not in off)
         # where the user gives each given, and the names the request lists (`said-order`)
         self._said = {
             given[0]: at
@@ -304,7 +326,7 @@ class PlanDecoder:
             if not isinstance(made, Step):
                 # (a first step is chosen again only for a path the request never names, a
                 # later one only while something the user gave is unused)
-                if made is not None and self._again_for(made, steps, left, doubt):
+                if made is not None and self._again_for(made, steps, left, doubt, names[choice]):
                     self._give_up(names[choice], passed, mark)
                     continue
                 if self._go_back(order, step_id, passed):
@@ -422,9 +444,14 @@ class PlanDecoder:
         """The tools not offered for step `step_id`: those given up for it, and those given up
         for the first step, which stay given up, but for the one chosen again instead
         (`_instead`: given a code as a name, or a name in another role): it may be the lookup
-        a later step needs (`coded-name`, `role-lookup`)."""
+        a later step needs (`coded-name`, `role-lookup`); and but for those given up for
+        values they could not have yet (`retry-ungrounded`)."""
         coded = self._instead.get(1, ("", None))[0]
-        first = [tool for tool in tried.get(1, ()) if step_id == 1 or tool != coded]
+        first = [
+            tool
+            for tool in tried.get(1, ())
+            if step_id == 1 or (tool != coded and tool not in self._unready)
+        ]
         return [*first, *tried.get(step_id, ())]
 
     def _go_back(self, order: _Reordered, step_id: int, passed: list[str]) -> bool:
@@ -479,14 +506,22 @@ class PlanDecoder:
     def _reach(self, earlier: list[Step], not_called: set[str]) -> frozenset[str]:
         """The tools but `not_called` that a plan could call after `earlier`, one after
         another, each call's result at hand for the next (`_available`, a call of each taken
-        as made)."""
+        as made). A tool that acts is a way on only where the request names it (rule
+        `lookup-chain`): no plan books a job nobody asked for to have a job to cancel."""
         steps = list(earlier)
         reached: set[str] = set()
         grown = True
+        chain = "lookup-chain" not in self._off
         while grown:
             grown = False
             for name in self._tools:
                 if name in reached or name in not_called or name in self._grounds.unasked:
+                    continue
+                if (
+                    chain
+                    and not grounding.is_lookup(self._tools[name])
+                    and not self._named(Step(id=1, tool=name))
+                ):
                     continue
                 if self._available(name, steps, steps):
                     reached.add(name)
@@ -582,11 +617,16 @@ class PlanDecoder:
         doubted = self._doubted(step, doubt, passed)
         if doubted == "unnamed" and "feeds-named" not in self._off:
             return "hold"  # kept only if a step the request names uses its result
+        if doubted == "unsupported" and not steps and self._retries_ungrounded:
+            self._unready.add(step.tool)
+            return "again"  # a first call of values nobody gave: the model's next choice
         if doubted:
             return "end"  # a weak preference, or a second choice, the request does not support
+        if self._action_unsaid(step):
+            return "again"  # a booking where the request says to cancel (or move) one
         if steps and not left and self._unnamed(step, steps, failed):
             return "again"  # a step nobody asked for, after all that was asked
-        if held is not None and not self._feeds_named(step, held):
+        if held is not None and not self._feeds_named(step, held, steps):
             return "end"  # the call held in doubt was no lookup this step needs
         if steps and not ordered and self._continuing(step, steps, failed, passed):
             return "early"  # something the request says before what it uses is still to do
@@ -612,23 +652,35 @@ class PlanDecoder:
         return "retry-later" not in self._off
 
     def _again_for(
-        self, ungrounded: _Ungrounded, steps: list[Step], left: Sequence[str], doubt: str | None
+        self,
+        ungrounded: _Ungrounded,
+        steps: list[Step],
+        left: Sequence[str],
+        doubt: str | None,
+        tool: str,
     ) -> bool:
         """Whether a step whose values cannot be had is chosen again (where `_chooses_again`
         allows): a later one while something the user gave is unused (`left`); a first one
         given a code as a name, among the tools that take the code (rule `coded-name`), or,
-        wanted strongly, on a file the request never names (rule `retry-first`)."""
+        wanted strongly, on a file the request never names (rule `retry-first`), or any
+        first step whose values cannot be had (rule `retry-ungrounded`: jobs listed by a day
+        nobody named, where the request gives a plate to look the vehicle up by)."""
         if isinstance(ungrounded, _OtherLookup):
             return True
         if steps:
             return bool(left)
         if isinstance(ungrounded, _CodedName):
             return True
-        return (
+        if (
             isinstance(ungrounded, _InventedPath)
             and doubt == "plan"
             and "retry-first" not in self._off
-        )
+        ):
+            return True
+        if not self._retries_ungrounded:
+            return False
+        self._unready.add(tool)
+        return True
 
     def _offered(
         self,
@@ -727,42 +779,73 @@ class PlanDecoder:
     def _doubted(self, step: Step, doubt: str | None, given_up: Sequence[str]) -> str | None:
         """Why a first call made in doubt, or chosen again after a first tool was given up, is
         dropped, if it is: the request does not give its values ("unsupported":
-        `grounding.unsupported`), or, in doubt, does not name its tool ("unnamed":
-        `grounding.names_tool`)."""
+        `grounding.unsupported`), or, in doubt or chosen again for values the first could not
+        have, does not name its tool ("unnamed": `grounding.names_tool`)."""
         if doubt is None or (doubt != "check" and not given_up):
             return None
         tool = self._tools[step.tool]
         days = self._grounds.stated_days
         if "doubt-check" not in self._off and grounding.unsupported(
-            step, tool, self._request, days
+            step,
+            tool,
+            self._request,
+            days,
+            documented=self._grounds.documented_paths,
+            off=self._off,
         ):
             return "unsupported"
-        if (
-            doubt == "check"
-            and "names-tool" not in self._off
-            and not grounding.names_tool(step, tool, self._request, days)
-        ):
+        named = "names-tool" in self._off or self._named(step)
+        if (doubt == "check" or self._unready) and not named:
             return "unnamed"
         return None
 
-    def _feeds_named(self, step: Step, first: Step) -> bool:
+    def _feeds_named(self, step: Step, first: Step, steps: list[Step]) -> bool:
         """Whether `step`, the one after `first` (a first call in doubt whose tool the request
         does not name) and of another tool, uses its result and the request names its tool:
         then `first` is the lookup it needs ("Look up Dev Patel and show me his open pull
         requests": the person found, then the pull requests by the address found; rule
-        `feeds-named`). Only the next step may: a held plan costs passes until it is judged,
-        and a plan no tool fits would otherwise be decoded whole before it is dropped."""
+        `feeds-named`). Or `step` is a lookup that leads to a tool the request names
+        (`_leads_to`, after `steps`; rule `lookup-chain`): "cancel Lisa Brandt's booking" is
+        the customer, her bookings, then the cancellation. Only the next step may: a held
+        plan costs passes until it is judged, and a plan no tool fits would otherwise be
+        decoded whole before it is dropped."""
         if step.tool == first.tool:
             return False  # the same call for another thing: no more named than the first
         uses = any(ref.step == first.id for ref in references(step.args)) or (
             step.each is not None and step.each.startswith(f"${first.id}")
         )
-        return uses and self._named(step)
+        if not uses:
+            return False
+        if self._named(step):
+            return True
+        return (
+            "lookup-chain" not in self._off
+            and grounding.is_lookup(self._tools[step.tool])
+            and bool(self._leads_to(step.tool, steps, {step.tool}))
+        )
 
     def _named(self, step: Step) -> bool:
         """Whether the request names what `step`'s tool is for (`grounding.names_tool`)."""
         tool = self._tools[step.tool]
-        return grounding.names_tool(step, tool, self._request, self._grounds.stated_days)
+        return grounding.names_tool(
+            step,
+            tool,
+            self._request,
+            self._grounds.stated_days,
+            others=self._tools.values(),
+            off=self._off,
+        )
+
+    def _action_unsaid(self, step: Step) -> bool:
+        """Whether `step` acts on a thing other tools act on too and the request says
+        another's action, not this one's ("Please cancel it": no booking;
+        `grounding.shared_subjects`, rule `said-action`)."""
+        if "said-action" in self._off:
+            return False
+        tool = self._tools[step.tool]
+        return bool(
+            grounding.shared_subjects(tool, self._tools.values(), self._request)
+        ) and not grounding.says_action(tool, self._request)
 
     def _unnamed(self, step: Step, steps: list[Step], failed: Sequence[Step]) -> bool:
         """Whether a later step, made when all the user gave is used, is a lookup (a tool not
@@ -874,7 +957,9 @@ class PlanDecoder:
             given[0]
             for given in self._givens
             if not any(
-                float(form) in numbers if _DECIMAL.fullmatch(form) else form in held
+                float(form) in numbers
+                if _DECIMAL.fullmatch(form) and len(form) < _LONG_NUMBER
+                else form in held
                 for form in given
             )
         ]
@@ -961,9 +1046,11 @@ class PlanDecoder:
         return "object-items" not in self._off and json_type(schema) == "object"
 
     def _step(self, step_id: int, tool: ToolDescriptor, earlier: list[Step]) -> Step:
-        cursor = self._cursor
         props: dict[str, Any] = tool.parameters.get("properties", {})
-        required = set(tool.parameters.get("required", []))
+        # files the request names that nothing has passed yet, for an optional path of a tool
+        # that acts (a mail's attachment): given, one of them (`sends-named`)
+        deliver = self._deliveries(tool, earlier)
+        required = set(tool.parameters.get("required", [])) | set(deliver)
         closings = [")\n", ") after "] if [s for s in earlier if s.id != ITEM] else [")\n"]
         remaining = list(props)
         args: dict[str, Any] = {}
@@ -971,7 +1058,9 @@ class PlanDecoder:
             unused = self._unused(earlier, args)
             candidates: list[str] = []
             for name in remaining:
-                grounded = self._grounds.options(tool.tool_name, name, props[name], earlier, unused)
+                grounded = deliver.get(name) or self._grounds.options(
+                    tool.tool_name, name, props[name], earlier, unused
+                )
                 if grounded == [] and name not in required:
                     continue  # an optional identifier nothing grounds: left out
                 if name not in required and self._grounds.never_stated(props[name]):
@@ -992,12 +1081,14 @@ class PlanDecoder:
                 else grounding.writes_before(tool, args, earlier, self._tools)
             )
             ends = closings if not waits else [") after "]
-            choice = cursor.choose(options + (ends if can_close else []))
+            choice = self._cursor.choose(options + (ends if can_close else []))
             if choice >= len(candidates):
                 break
             name = candidates[choice]
             remaining = remaining[remaining.index(name) + 1 :]
-            grounded = self._grounds.options(tool.tool_name, name, props[name], earlier, unused)
+            grounded = deliver.get(name) or self._grounds.options(
+                tool.tool_name, name, props[name], earlier, unused
+            )
             if grounded is None:
                 value = self._value(props[name], earlier, unused, body=_body(tool) == name)
                 if grounding.breaks_pattern(props[name], value):
@@ -1027,6 +1118,47 @@ class PlanDecoder:
             self._instead[step_id] = (tool.tool_name, rivals)
             raise _OtherLookup(step)  # "move Aisha Rahman's next appointment": no doctor's name
         return step
+
+    def _deliveries(self, tool: ToolDescriptor, earlier: list[Step]) -> dict[str, list[str]]:
+        """By optional parameter of `tool`, the values it must take one of (`_undelivered`)."""
+        required = tool.parameters.get("required", [])
+        return {
+            name: files
+            for name in tool.parameters.get("properties", {})
+            if name not in required and (files := self._undelivered(tool, name, earlier))
+        }
+
+    def _undelivered(self, tool: ToolDescriptor, name: str, earlier: list[Step]) -> list[str]:
+        """The values optional path parameter `name` of `tool`, a tool that acts (a mail's
+        attachment), must take one of: the files the request names that no step has passed
+        yet, documented by path (`Grounds.documented_paths`: "email her our courtesy car
+        policy") or pointed to by a field of an earlier result the request names (`report_path`
+        and "the report"; `_named_files`). Empty: the parameter is the model's to give or not
+        (rule `sends-named`). Small models mention the attachment in the body and attach
+        nothing."""
+        schema = self._tools[tool.tool_name].parameters.get("properties", {}).get(name, {})
+        if (
+            "sends-named" in self._off
+            or grounding.is_lookup(tool)
+            or not grounding.is_path(name, schema)
+        ):
+            return []
+        held = json.dumps([step.args for step in earlier], ensure_ascii=False)
+        pending = self._named_files(earlier) - self._files_read(earlier)
+        options = self._grounds.options(tool.tool_name, name, schema, earlier, earlier)
+        return [
+            option
+            for option in options or []
+            if (
+                not option.startswith("$")
+                and json.loads(option) in self._grounds.documented_paths
+                and option not in held
+            )
+            or (
+                option.startswith("$")
+                and (int(option[1:].split(".", 1)[0]), grounding.last_field(option)) in pending
+            )
+        ]
 
     def _after(self, earlier: list[Step], waits: list[int]) -> list[int]:
         """The steps a step is written to run after: `waits` (forced), then those the model
@@ -1103,7 +1235,12 @@ class PlanDecoder:
         if kind in ("integer", "number"):
             text, _ = cursor.sample(kind, b",)]", _SHORT_TOKENS)
             return _number(options[choice] + text, kind)
-        spans = [] if "schema" in self._off else grounding.spans_matching(self._request, schema)
+        phones = "phone-forms" not in self._off
+        spans = (
+            []
+            if "schema" in self._off
+            else grounding.spans_matching(self._request, schema, phones=phones)
+        )
         if kind == "text" and spans:
             # a value the pattern constrains, and the request spells: one of those spans
             return spans[cursor.choose([_literal(span)[1:] for span in spans])]
@@ -1252,6 +1389,7 @@ class PlanDecoder:
 
 
 _DECIMAL = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+_LONG_NUMBER = 8  # digits of a number held as written, not by value (a phone's "7700900123")
 
 
 def _body(tool: ToolDescriptor) -> str | None:

@@ -53,6 +53,7 @@ __all__ = [
     "givens",
     "integers",
     "is_identifier",
+    "is_lookup",
     "is_path",
     "listed_names",
     "name_rivals",
@@ -67,11 +68,14 @@ __all__ = [
     "relative_paths",
     "said_as",
     "said_at",
+    "says_action",
+    "shared_subjects",
     "source_of",
     "spans_matching",
     "standard_codes",
     "stated_numbers",
     "states",
+    "unspaced",
     "unsupported",
 ]
 
@@ -107,6 +111,14 @@ PATH_FIELD = re.compile(r"(path|file|dir|folder)", re.IGNORECASE)
 _APART = r"(?<![\w.,:/-])"
 _AMOUNT = r"([0-9]+(?:\.[0-9]+)?)"
 NUMBER = re.compile(rf"{_APART}[0-9]+(?:,[0-9]{{3}})*(?:\.[0-9]+)?(?![\w:/]|-[0-9]|[.,][0-9])")
+# A phone number as people write one, international or with the trunk prefix: "+44 7700
+# 900123", "07700 900123", "0044 20 7946 0018" (9 to 16 digits, in groups).
+PHONE = re.compile(r"(?<![\w+.,:/-])(?:\+|0)[0-9](?:[ -]?[0-9]){7,14}(?![\w:/-]|[.,][0-9])")
+# A country calling code a parameter documents ("UK numbers: +44 and drop the leading 0").
+# A path a tool's documentation spells, placeholders and all ("/archive/<job_id>.txt").
+_DOCUMENTED_PATH = re.compile(r"(?<![\w.])/[\w.<>{}-]+(?:/[\w.<>{}-]+)*[\w>}]")
+_CALLING_CODE = re.compile(r"\+([1-9][0-9]{0,2})(?![0-9])")
+_EXAMPLE_NUMBER = re.compile(r"(?<![\w+])(\+?)([0-9](?:[ -]?[0-9]){7,14})(?![\w])")
 
 
 Given = tuple[str, ...]  # a value the request gives, in each form a plan may use it
@@ -170,6 +182,23 @@ def acts_unasked(tool: ToolDescriptor, request: str) -> bool:
         return False
     action = _action(tool)
     return not any(word.startswith(action) for word in re.findall(r"\w+", request.casefold()))
+
+
+# The actions of tools that only look something up (`find_customer`, `list_jobs`).
+_LOOKUP_ACTIONS = frozenset(
+    (
+        *("check", "fetch", "find", "get", "list", "look", "lookup", "query", "read"),
+        *("retrieve", "search", "show", "view"),
+    )
+)
+
+
+def is_lookup(tool: ToolDescriptor) -> bool:
+    """Whether `tool` only looks something up: it says it is read-only, or, where it says
+    neither, its action (`_action`) is one of a lookup (find, list, search, get, read...)."""
+    if tool.read_only is not None:
+        return tool.read_only
+    return _action(tool) in _LOOKUP_ACTIONS
 
 
 def _action(tool: ToolDescriptor) -> str:
@@ -260,12 +289,14 @@ def _overlap(a: str, b: str) -> bool:
     return a == b or a.startswith(b.rstrip("/") + "/") or b.startswith(a.rstrip("/") + "/")
 
 
-def givens(request: str, *, spoken: bool = True) -> list[Given]:
+def givens(request: str, *, spoken: bool = True, phones: bool = False) -> list[Given]:
     """The values a request gives that a plan for it uses somewhere: quoted text, email
     addresses, absolute paths, codes ("C-20417"), numbers written in digits (thousands
     separators dropped) and numbers in words or with a unit that count something
     (`ember.planner.numbers`: "two hours" may be used as 2 or as 120). Numbers inside quoted
-    text, addresses, paths and codes are part of those, not givens of their own."""
+    text, addresses, paths and codes are part of those, not givens of their own; with
+    `phones`, so are those in a phone number, one given used in any of its forms
+    (`phone_forms`; "7700900123" is in "+447700900123")."""
     quoted = quoted_texts(request)
     rest = unquoted(request)
     emails = EMAIL.findall(rest)
@@ -274,9 +305,18 @@ def givens(request: str, *, spoken: bool = True) -> list[Given]:
     rest = PATH.sub(" ", rest)
     codes = CODE.findall(rest)
     rest = CODE.sub(" ", rest)
+    numbers_of_phones = []
+    if phones:
+        numbers_of_phones = [
+            (*phone_forms(written), re.sub(r"[^0-9]", "", written).lstrip("0"))
+            for written in PHONE.findall(rest)
+        ]
+        rest = PHONE.sub(" ", rest)
     numbers = [number.replace(",", "") for number in NUMBER.findall(rest)]
     found: list[Given] = [_quoted_forms(value) for value in quoted]
-    found += [(value,) for value in [*emails, *paths, *codes, *numbers]]
+    found += [(value,) for value in [*emails, *paths, *codes]]
+    found += [tuple(dict.fromkeys(forms)) for forms in numbers_of_phones]
+    found += [(value,) for value in numbers]
     if spoken:
         found += [tuple(map(_plain, vals)) for vals in spoken_numbers(rest, counts_only=True)]
     return list(dict.fromkeys(found))
@@ -462,23 +502,35 @@ def states_a_time(request: str) -> bool:
 
 
 def unsupported(
-    step: Step, tool: ToolDescriptor, request: str, days: Sequence[str] = ()
+    step: Step,
+    tool: ToolDescriptor,
+    request: str,
+    days: Sequence[str] = (),
+    *,
+    documented: Sequence[str] = (),
+    off: frozenset[str] = frozenset(),
 ) -> list[str]:
     """The arguments of a first call whose values the request does not give: a number it
     does not state, a currency it names neither by code nor by name ("Swiss francs" is CHF),
     or a short text (three words at most) it does not contain (a file it names inside a folder
     it names counts as contained, see `relative_paths`; a day it names, one of `days`
     (`Grounds.stated_days`), counts as written "2022-01-01" for "January 1, 2022" where a
-    parameter takes a date as plain text); and, when no value at all
+    parameter takes a date as plain text; a file it names by what the file is counts as
+    its path, one of `documented` (`Grounds.documented_paths`); a phone number it gives counts
+    in the form the
+    parameter asks for, `phone_forms`, rule `phone-forms`); and, when no value at all
     comes from the request, every argument. A longer text is the model's to compose (a query,
     a message): it comes from the request when it shares a word of five letters or more with
-    it. A request in Chinese may name a city the model writes in English: its texts and
-    currencies are not judged."""
+    it. A date that is one of `days`, and a stated choice the request names ("an MOT":
+    `service_type="mot"`), come from it too (rule `named-values`); other dates and choices
+    are the model's to pick, neither for nor against the call. A request in Chinese may name
+    a city the model writes in English: its texts and currencies are not judged."""
     properties = tool.parameters.get("properties", {})
     stated = stated_numbers(request)
     lowered = request.casefold()
     words = set(re.findall(r"\w{5,}", lowered))
-    lenient = bool(re.search(r"[\u3000-\u9fff]", request))
+    lenient = unspaced(request)
+    said = _words(unquoted(request))
     found, given = [], False
     for name, value in step.args.items():
         kind = value_kind(properties.get(name, {}))
@@ -494,7 +546,21 @@ def unsupported(
                 or value.casefold() in lowered
                 or value in relative_paths(request)
                 or value in days
+                or value in documented
+                or (
+                    "phone-forms" not in off
+                    and value in spans_matching(request, properties[name], phones=True)
+                )
             )
+        elif (
+            isinstance(value, str)
+            and "named-values" not in off
+            and (
+                (kind == "date" and value in days)
+                or (kind == "enum" and any(_same_word(a, b) for a in _words(value) for b in said))
+            )
+        ):
+            ok = True
         elif isinstance(value, str) and kind == "text":
             given = given or lenient or bool(words & set(re.findall(r"\w{5,}", value.casefold())))
             continue
@@ -517,7 +583,54 @@ _ANY_TOOL_VERBS = frozenset(
 )
 
 
-def names_tool(step: Step, tool: ToolDescriptor, request: str, days: Sequence[str]) -> bool:
+def unspaced(request: str) -> bool:
+    """Whether the request is written in a script whose words are not spaced (Chinese,
+    Japanese): the checks of its words and short texts cannot judge it."""
+    return re.search(r"[\u3000-\u9fff]", request) is not None
+
+
+def says_action(tool: ToolDescriptor, request: str) -> bool:
+    """Whether the request, outside quoted text, says `tool`'s action (`_action`) in any form
+    ("cancel", "cancelled"; "book", "booking")."""
+    action = _action(tool)
+    return any(word.startswith(action) for word in re.findall(r"\w+", unquoted(request).casefold()))
+
+
+def shared_subjects(
+    tool: ToolDescriptor, others: Iterable[ToolDescriptor], request: str
+) -> list[str]:
+    """The words of the name of `tool`, a tool that acts, that other tools acting on the same
+    thing share (`book_appointment`, `cancel_appointment`, `move_appointment`: "appointment"),
+    where the request says one of their actions ("Please cancel it"): then the thing names
+    none of them, the action said does. Small models book before they cancel. Empty where the
+    request says none of those actions ("reschedule my appointment": the thing names each)."""
+    if is_lookup(tool):
+        return []
+    action = _action(tool)
+    own = [word for word in _subjects(tool) if word != action]
+    rivals = [
+        other
+        for other in others
+        if other.tool_name != tool.tool_name
+        and not is_lookup(other)
+        and _action(other) != action
+        and any(_same_word(word, theirs) for word in own for theirs in _words(other.tool_name))
+    ]
+    if not any(says_action(one, request) for one in [tool, *rivals]):
+        return []
+    theirs = [word for other in rivals for word in _words(other.tool_name)]
+    return [word for word in own if any(_same_word(word, other) for other in theirs)]
+
+
+def names_tool(
+    step: Step,
+    tool: ToolDescriptor,
+    request: str,
+    days: Sequence[str],
+    *,
+    others: Iterable[ToolDescriptor] = (),
+    off: frozenset[str] = frozenset(),
+) -> bool:
     """Whether the request, outside quoted text, names what `tool` is for: a word of the
     tool's name that is not a verb any tool could have (`search_hotels`: "hotel"; not "search",
     "calculate"), or of a field of its result that is not one of its parameters (`get_weather`:
@@ -532,14 +645,18 @@ def names_tool(step: Step, tool: ToolDescriptor, request: str, days: Sequence[st
     five letters or more with it. A request in Chinese is not judged (its words are not
     spaced). Small models prefer some tool for almost any request; one wanted only weakly that
     the request never names is a near miss (a function for the roots of a quadratic offered a
-    linear equation)."""
-    if re.search(r"[\u3000-\u9fff]", request):
+    linear equation). Of tools that act on the same thing, `others`, where the request says
+    one's action, the thing names none, the action does (`shared_subjects`; rule
+    `said-action`)."""
+    if unspaced(request):
         return True
     said = _words(unquoted(request))
     parameters = tool.parameters.get("properties", {})
     own = {word for name in parameters for word in _words(name)}
     fields = {word for path in field_paths(tool.returns) for word in _words(path)} - own
     subjects = [*_subjects(tool), *fields]
+    shared = [] if "said-action" in off else shared_subjects(tool, others, request)
+    subjects = [word for word in subjects if not any(_same_word(word, s) for s in shared)]
     if any(_same_word(subject, word) for subject in subjects for word in said):
         return True
     lowered = request.casefold()
@@ -659,10 +776,12 @@ def _composed(text: str) -> bool:
     return "{$" not in text and not text.startswith("$") and len(text.split()) > 3
 
 
-def spans_matching(request: str, schema: dict[str, Any]) -> list[str]:
+def spans_matching(request: str, schema: dict[str, Any], *, phones: bool = False) -> list[str]:
     """The words of the request (also the parts of a hyphenated or slashed one) that a string
     parameter's `pattern` accepts, when the pattern is selective: it rejects most of the
-    request's words. Empty otherwise: the value is written freely."""
+    request's words. Empty otherwise: the value is written freely. With `phones`, also each
+    phone number the request gives, in the form the pattern accepts (`phone_forms`: "07700
+    900123" as "+447700900123" where the parameter documents +44; rule `phone-forms`)."""
     pattern = schema.get("pattern")
     if not pattern or schema.get("format") or "enum" in schema:
         return []
@@ -670,11 +789,56 @@ def spans_matching(request: str, schema: dict[str, Any]) -> list[str]:
     parts = [part for word in words for part in (word, *re.split(r"[-/]", word)) if part]
     try:
         accepted = [part for part in parts if re.fullmatch(pattern, part)]
+        numbers = [
+            form
+            for written in (PHONE.findall(request) if phones else [])
+            for form in phone_forms(written, calling_codes(schema.get("description", "")))
+            if re.fullmatch(pattern, form)
+        ]
     except re.error:
         return []
     if not accepted or 2 * len({p for p in accepted}) > len(set(words)):
-        return []
-    return list(dict.fromkeys(accepted))
+        return list(dict.fromkeys(numbers))
+    return list(dict.fromkeys(accepted + numbers))
+
+
+def calling_codes(description: str) -> list[str]:
+    """The country calling codes a phone parameter's description documents: a code said on
+    its own ("+44 and drop the leading 0"), or an example number written both ways ("07700
+    900123 -> +447700900123")."""
+    codes = _CALLING_CODE.findall(description)
+    examples = [
+        (sign, re.sub(r"[ -]", "", digits)) for sign, digits in _EXAMPLE_NUMBER.findall(description)
+    ]
+    for sign, whole in examples:
+        for other, national in examples:
+            tail = national[1:]
+            if (
+                sign
+                and not other
+                and national.startswith("0")
+                and whole.endswith(tail)
+                and 1 <= len(whole) - len(tail) <= 3
+            ):
+                codes.append(whole[: len(whole) - len(tail)])
+    return list(dict.fromkeys(codes))
+
+
+def phone_forms(written: str, codes: Sequence[str] = ()) -> list[str]:
+    """A phone number as the request writes it, in the forms a tool may ask for: as written,
+    its digits, and in international form ("+447700900123"): written so, with an international
+    prefix ("0044..."), or with the trunk prefix ("07700 900123") and one of `codes`, the
+    country calling codes the parameter documents (`calling_codes`). A national number with no
+    code documented has no international form: its country is not the planner's to guess."""
+    digits = re.sub(r"[^0-9]", "", written)
+    forms = [written, digits]
+    if written.startswith("+"):
+        forms.append("+" + digits)
+    elif digits.startswith("00"):
+        forms.append("+" + digits[2:])
+    else:
+        forms += [f"+{code}{digits[1:]}" for code in codes]
+    return list(dict.fromkeys(forms))
 
 
 def placed(tool: ToolDescriptor, args: dict[str, Any], request: str) -> dict[str, Any]:
@@ -955,7 +1119,8 @@ def fits_role(name: str, schema: dict[str, Any], path: str) -> bool:
     (`list_files(directory="q3/report.pdf")`); a file is no folder written with its final
     slash ("out/"); a file of a format it names ("a Markdown file", "the CSV ledger") is not
     one of another known format (`summary="ledger.csv"` for a Markdown summary)."""
-    said = f"{name.replace('_', ' ')} {schema.get('description', '')}"
+    # (an example's path names no format: "e.g. /archive/invoices/INV-2026-0412.pdf")
+    said = f"{name.replace('_', ' ')} {PATH.sub(' ', schema.get('description', ''))}"
     folder, file = _FOLDER_ROLE.search(said), _FILE_ROLE.search(said)
     extension = _EXTENSION.search(path)
     if folder and not file:
@@ -1151,7 +1316,7 @@ class Grounds:
         Chinese is not judged (its words are not spaced). An optional reason, note or
         description nobody asked for ("Appointment for Tomás Ortega with Dr. Petrova") is the
         model's habit (rule `unasked-text`)."""
-        if re.search(r"[\u3000-\u9fff]", self.request):
+        if unspaced(self.request):
             return True
         said = _words(unquoted(self.request))
         if any(_same_word(word, own) for word in said for own in _words(name)):
@@ -1173,7 +1338,7 @@ class Grounds:
         - an absolute path (a parameter documented as a path or directory): one the request
           spells out, or an earlier result's field named like one (`path`, `files.0`);
         - an identifier (`customer_id`): a code the request gives ("C-20417"), or an earlier
-          result's field of the same name;
+          result's field of the same name, or one that qualifies it (`owner_customer_id`);
         - a parameter documented to come from another tool ("A hotel_id from search_hotels
           results"): a code the request gives, or a field of that tool's results.
         - an email address: one the request names, or an earlier result's email field;
@@ -1211,6 +1376,8 @@ class Grounds:
             literals = [p for p in self.paths if json.dumps(p, ensure_ascii=False) not in held]
             if not literals and not named:
                 literals = self.paths
+            if "documented-paths" not in self.off and tool in self.tools:
+                literals = [*literals, *self.documented_paths]
             if "path-roles" not in self.off:
                 literals = [p for p in literals if fits_role(name, schema, p)]
         else:
@@ -1218,7 +1385,7 @@ class Grounds:
                 literals = self.integers
             else:  # a code ("C-20417"), or a number long enough to be an id ("20417")
                 literals = self.codes + [str(n) for n in self.integers if n >= 100]
-            named = [ref for ref in found if last_field(ref) in (name, "id")]
+            named = [ref for ref in found if self._names_id(ref, name)]
             if not named and not literals and source is None:
                 # An id held by a result that is one plain text, nothing uses yet ("the file
                 # holds nothing but a customer id"): that text may be the id.
@@ -1233,13 +1400,61 @@ class Grounds:
                 # one result may feed several calls: the patient found, both for the upcoming
                 # appointments and for the lab results (`fresh` ones hold no such field)
                 every = self.references(schema, steps)
-                named = [ref for ref in every if last_field(ref) in (name, "id")]
+                named = [ref for ref in every if self._names_id(ref, name)]
         # A code the request gives that breaks the parameter's pattern is no value for it
         # ("IDN-407" for a thread id "^M-[0-9]+$"): its tool would refuse the call.
         literals = [value for value in literals if not breaks_pattern(schema, value)]
         return [json.dumps(value, ensure_ascii=False) for value in literals] + [
             f"${ref}" for ref in named or (found if source else [])
         ]
+
+    @functools.cached_property
+    def documented_paths(self) -> list[str]:
+        """The files the catalogue documents by path, in a tool's description or a parameter's
+        ("Layout: /archive/policies/courtesy-car.md, /archive/daybook/YYYY-MM-DD.txt"), that
+        the request names: every word of the file's name ("what our courtesy car policy
+        says"), or, for a file named by a date, its folder's ("yesterday's daybook"), the date
+        one the request names. A user asks for a document by what it is, not by its path; a
+        path that says nothing of its file ("L2604117.pdf") or names it by another placeholder
+        ("<job_id>.txt") is not offered (rule `documented-paths`)."""
+        if "documented-paths" in self.off:
+            return []
+        said = _words(unquoted(self.request))
+        documentation = " ".join(
+            text
+            for tool in self.tools.values()
+            for text in (
+                tool.description,
+                *(
+                    str(schema.get("description", ""))
+                    for schema in tool.parameters.get("properties", {}).values()
+                ),
+            )
+        )
+        found = []
+        for path in _DOCUMENTED_PATH.findall(documentation):
+            folder, _, name = path.rpartition("/")
+            if "YYYY-MM-DD" in name and not re.search(r"[<>{}]", path):
+                subject, filled = (
+                    _words(folder.rpartition("/")[2]),
+                    [path.replace("YYYY-MM-DD", day) for day in self.stated_days],
+                )
+            elif not re.search(r"[<>{}]|YYYY", path):
+                subject, filled = _words(name.rsplit(".", 1)[0]), [path]
+            else:
+                continue
+            if subject and all(any(_same_word(a, b) for b in said) for a in subject):
+                found += filled
+        return [path for path in dict.fromkeys(found) if path not in self.paths]
+
+    def _names_id(self, ref: str, name: str) -> bool:
+        """Whether the field `ref` names holds identifier `name`: a field of that name, a bare
+        `id`, or one that qualifies it (`owner_customer_id` for `customer_id`: a vehicle's
+        keeper; rule `qualified-ids`)."""
+        field = last_field(ref)
+        return field in (name, "id") or (
+            "qualified-ids" not in self.off and field.endswith(f"_{name}")
+        )
 
     def misfits(self, name: str, schema: dict[str, Any]) -> bool:
         """Whether the request gives a path that path parameter `name` cannot take (see
