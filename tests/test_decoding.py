@@ -1813,10 +1813,11 @@ SLOTS = _clinic(
 )
 
 
-def test_in_doubt_a_day_and_a_choice_the_request_names_are_values_it_gives() -> None:
+def test_in_doubt_a_choice_the_request_names_is_a_value_it_gives() -> None:
     """ "anything free for an MOT on thursday?": the call's values are a date and a stated
-    choice, both the request's; in doubt, the call is kept. With the rule off, or where the
-    request names neither, nothing in the call comes from the request: no plan."""
+    choice the request names; in doubt, the call is kept. With the rule off, or where the
+    request names no choice, nothing in the call comes from the request: no plan (a day
+    named is no sign of the tool)."""
     doubtful = (-50.0, 50.0)  # every first choice is in the band: the values decide
     wish = '1. list_free_slots(date="2026-03-05", service_type="mot")\ndone'
     named = plan(
@@ -1827,6 +1828,7 @@ def test_in_doubt_a_day_and_a_choice_the_request_names_are_values_it_gives() -> 
     request = "anything free for an MOT on thursday?"
     assert plan(request, wish, catalogue=(SLOTS,), abstain=doubtful, off=off) == []
     assert plan("anything on?", wish, catalogue=(SLOTS,), abstain=doubtful) == []
+    assert plan("anything free on thursday?", wish, catalogue=(SLOTS,), abstain=doubtful) == []
 
 
 def _sms(description: str) -> ToolDescriptor:

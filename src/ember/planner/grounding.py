@@ -521,9 +521,10 @@ def unsupported(
     parameter asks for, `phone_forms`, rule `phone-forms`); and, when no value at all
     comes from the request, every argument. A longer text is the model's to compose (a query,
     a message): it comes from the request when it shares a word of five letters or more with
-    it. A date that is one of `days`, and a stated choice the request names ("an MOT":
-    `service_type="mot"`), come from it too (rule `named-values`); other dates and choices
-    are the model's to pick, neither for nor against the call. A request in Chinese may name
+    it. A stated choice the request names ("an MOT": `service_type="mot"`) comes from it too
+    (rule `named-values`); other choices, and dates, are the model's to pick, neither for nor
+    against the call (a day named is no sign of the tool: "move A2611093 to the 22nd" is no
+    lookup of the doctors free that day). A request in Chinese may name
     a city the model writes in English: its texts and currencies are not judged."""
     properties = tool.parameters.get("properties", {})
     stated = stated_numbers(request)
@@ -552,15 +553,10 @@ def unsupported(
                     and value in spans_matching(request, properties[name], phones=True)
                 )
             )
-        elif (
-            isinstance(value, str)
-            and "named-values" not in off
-            and (
-                (kind == "date" and value in days)
-                or (kind == "enum" and any(_same_word(a, b) for a in _words(value) for b in said))
-            )
-        ):
-            ok = True
+        elif isinstance(value, str) and "named-values" not in off and kind == "enum":
+            ok = any(_same_word(a, b) for a in _words(value) for b in said)
+            if not ok:
+                continue  # a choice the request does not name: the model's, neither way
         elif isinstance(value, str) and kind == "text":
             given = given or lenient or bool(words & set(re.findall(r"\w{5,}", value.casefold())))
             continue
