@@ -1975,29 +1975,6 @@ def test_an_action_on_a_thing_the_request_says_another_action_on_is_chosen_again
     assert [step.tool for step in plan(book, wish, catalogue=GARAGE)] == ["list_jobs", "book_job"]
 
 
-def test_an_identifier_comes_from_a_field_that_qualifies_its_name() -> None:
-    """A vehicle's keeper is `owner_customer_id`: the customers' lookup by `customer_id` takes
-    it, as it takes a `customer_id` field. With the rule off, no result holds the id: only a
-    code of the request is at hand (the plate's first word)."""
-    vehicles = _returning(
-        _clinic("find_vehicle", {"registration": {"type": "string"}}, ["registration"]),
-        "vehicles",
-        {"vehicle_id": _ID, "owner_customer_id": _ID},
-    )
-    customers = _clinic("find_customer", {"customer_id": {"type": "string"}}, ["customer_id"])
-    request = "Look up GY21 PLN and then its owner's customer record"
-    wish = (
-        '1. find_vehicle(registration="GY21 PLN")\n'
-        "2. find_customer(customer_id=$1.vehicles.0.owner_customer_id)\ndone"
-    )
-    steps = plan(request, wish, catalogue=(vehicles, customers))
-    assert steps[1:] == [
-        Step(2, "find_customer", {"customer_id": "$1.vehicles.0.owner_customer_id"})
-    ]
-    off = plan(request, wish, catalogue=(vehicles, customers), off=frozenset({"qualified-ids"}))
-    assert off[1:] == [Step(2, "find_customer", {"customer_id": "GY21"})]
-
-
 def test_a_first_step_whose_values_cannot_be_had_is_chosen_again() -> None:
     """ "What was the last job on BD66 YTR?": the model lists jobs by a day nobody named (the
     only filter it can give: no vehicle id is at hand, and one is needed); chosen again, it

@@ -81,8 +81,7 @@ MAX_STEPS = 12
 # documents by path offered where the request names what it is, and a lookup in doubt kept when
 # the next lookup leads to a tool the request names (no way through an action nobody asked for),
 # and a step acting on a thing the request says another action on chosen again (no booking
-# where it says cancel), and an identifier taken from a field that qualifies its name (a
-# vehicle's `owner_customer_id`), and any first step whose values cannot be had chosen again,
+# where it says cancel), and any first step whose values cannot be had chosen again,
 # and a file the request names that no step passed attached where a tool that acts takes one.
 RULES = (
     "push-bound",
@@ -123,7 +122,6 @@ RULES = (
     "documented-paths",
     "lookup-chain",
     "said-action",
-    "qualified-ids",
     "retry-ungrounded",
     "sends-named",
 )

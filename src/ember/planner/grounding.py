@@ -1334,7 +1334,7 @@ class Grounds:
         - an absolute path (a parameter documented as a path or directory): one the request
           spells out, or an earlier result's field named like one (`path`, `files.0`);
         - an identifier (`customer_id`): a code the request gives ("C-20417"), or an earlier
-          result's field of the same name, or one that qualifies it (`owner_customer_id`);
+          result's field of the same name;
         - a parameter documented to come from another tool ("A hotel_id from search_hotels
           results"): a code the request gives, or a field of that tool's results.
         - an email address: one the request names, or an earlier result's email field;
@@ -1381,7 +1381,7 @@ class Grounds:
                 literals = self.integers
             else:  # a code ("C-20417"), or a number long enough to be an id ("20417")
                 literals = self.codes + [str(n) for n in self.integers if n >= 100]
-            named = [ref for ref in found if self._names_id(ref, name)]
+            named = [ref for ref in found if last_field(ref) in (name, "id")]
             if not named and not literals and source is None:
                 # An id held by a result that is one plain text, nothing uses yet ("the file
                 # holds nothing but a customer id"): that text may be the id.
@@ -1396,7 +1396,7 @@ class Grounds:
                 # one result may feed several calls: the patient found, both for the upcoming
                 # appointments and for the lab results (`fresh` ones hold no such field)
                 every = self.references(schema, steps)
-                named = [ref for ref in every if self._names_id(ref, name)]
+                named = [ref for ref in every if last_field(ref) in (name, "id")]
         # A code the request gives that breaks the parameter's pattern is no value for it
         # ("IDN-407" for a thread id "^M-[0-9]+$"): its tool would refuse the call.
         literals = [value for value in literals if not breaks_pattern(schema, value)]
@@ -1442,15 +1442,6 @@ class Grounds:
             if subject and all(any(_same_word(a, b) for b in said) for a in subject):
                 found += filled
         return [path for path in dict.fromkeys(found) if path not in self.paths]
-
-    def _names_id(self, ref: str, name: str) -> bool:
-        """Whether the field `ref` names holds identifier `name`: a field of that name, a bare
-        `id`, or one that qualifies it (`owner_customer_id` for `customer_id`: a vehicle's
-        keeper; rule `qualified-ids`)."""
-        field = last_field(ref)
-        return field in (name, "id") or (
-            "qualified-ids" not in self.off and field.endswith(f"_{name}")
-        )
 
     def misfits(self, name: str, schema: dict[str, Any]) -> bool:
         """Whether the request gives a path that path parameter `name` cannot take (see
