@@ -2045,3 +2045,37 @@ def test_a_file_the_request_names_and_no_step_passed_is_attached_to_the_mail() -
     steps = plan(request, read, catalogue=catalogue)
     assert [step.tool for step in steps] == ["read_file", "send_mail"]
     assert "attachment_path" not in steps[1].args
+
+
+MOVE = _clinic(
+    "move_appointment",
+    {
+        "appointment_id": {"type": "string", "pattern": "^A[0-9]{7}$"},
+        "new_date": {"type": "string", "format": "date"},
+        "new_time": {"type": "string", "pattern": "^[0-2][0-9]:[0-5][0-9]$"},
+    },
+    ["appointment_id", "new_date", "new_time"],
+    acts=True,
+)
+
+
+def test_a_first_step_chosen_again_must_take_a_value_the_user_gave_not_a_composed_one() -> None:
+    """ "What's the capital of Australia?": a hotel search nobody asked for is chosen again;
+    the model's next choice is a query it composed around the request's words. A text the
+    model composes is no value the user gave: the retried step is dropped too, no plan. A
+    retried step that takes the request's own code stands ("move A2611093 ...")."""
+    doubtful = (-50.0, 50.0)  # every first choice is in the band
+    wish = (
+        '1. search_hotels(city="Canberra", check_in="2026-03-03", nights=1)\n'
+        "1. query_sql(sql=\"SELECT capital FROM countries WHERE name='Australia'\")\ndone"
+    )
+    assert plan("What's the capital of Australia?", wish, abstain=doubtful) == []
+    moved = plan(
+        "Can you move A2611093 to the 4th at 14:30?",
+        '1. find_doctor(name="Petrova", available_on="2026-03-04")\n'
+        '1. move_appointment(appointment_id="A2611093", new_date="2026-03-04", '
+        'new_time="14:30")\ndone',
+        catalogue=(DOCTORS, MOVE),
+        abstain=doubtful,
+    )
+    assert [step.tool for step in moved] == ["move_appointment"]

@@ -789,6 +789,7 @@ class PlanDecoder:
             self._request,
             days,
             documented=self._grounds.documented_paths,
+            composed=not self._unready,  # a first step chosen again takes what the user gave
             off=self._off,
         ):
             return "unsupported"

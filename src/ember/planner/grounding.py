@@ -508,6 +508,7 @@ def unsupported(
     days: Sequence[str] = (),
     *,
     documented: Sequence[str] = (),
+    composed: bool = True,
     off: frozenset[str] = frozenset(),
 ) -> list[str]:
     """The arguments of a first call whose values the request does not give: a number it
@@ -521,7 +522,9 @@ def unsupported(
     parameter asks for, `phone_forms`, rule `phone-forms`); and, when no value at all
     comes from the request, every argument. A longer text is the model's to compose (a query,
     a message): it comes from the request when it shares a word of five letters or more with
-    it. A stated choice the request names ("an MOT": `service_type="mot"`) comes from it too
+    it, but is no value the request gives where not `composed` (the model's own query around
+    the request's words: "SELECT capital FROM countries WHERE name='Australia'"). A stated
+    choice the request names ("an MOT": `service_type="mot"`) comes from it too
     (rule `named-values`); other choices, and dates, are the model's to pick, neither for nor
     against the call (a day named is no sign of the tool: "move A2611093 to the 22nd" is no
     lookup of the doctors free that day). A request in Chinese may name
@@ -558,7 +561,8 @@ def unsupported(
             if not ok:
                 continue  # a choice the request does not name: the model's, neither way
         elif isinstance(value, str) and kind == "text":
-            given = given or lenient or bool(words & set(re.findall(r"\w{5,}", value.casefold())))
+            shares = bool(words & set(re.findall(r"\w{5,}", value.casefold())))
+            given = given or (composed and (lenient or shares))
             continue
         else:
             continue  # a date, a time, a choice: the request's phrases or the model's pick
