@@ -1135,7 +1135,7 @@ class PlanDecoder:
         and "the report"; `_named_files`). Empty: the parameter is the model's to give or not
         (rule `sends-named`). Small models mention the attachment in the body and attach
         nothing."""
-        schema = self._tools[tool.tool_name].parameters.get("properties", {}).get(name, {})
+        schema = tool.parameters.get("properties", {}).get(name, {})
         if (
             "sends-named" in self._off
             or grounding.is_lookup(tool)

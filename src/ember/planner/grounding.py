@@ -114,9 +114,10 @@ NUMBER = re.compile(rf"{_APART}[0-9]+(?:,[0-9]{{3}})*(?:\.[0-9]+)?(?![\w:/]|-[0-
 # A phone number as people write one, international or with the trunk prefix: "+44 7700
 # 900123", "07700 900123", "0044 20 7946 0018" (9 to 16 digits, in groups).
 PHONE = re.compile(r"(?<![\w+.,:/-])(?:\+|0)[0-9](?:[ -]?[0-9]){7,14}(?![\w:/-]|[.,][0-9])")
-# A country calling code a parameter documents ("UK numbers: +44 and drop the leading 0").
 # A path a tool's documentation spells, placeholders and all ("/archive/<job_id>.txt").
 _DOCUMENTED_PATH = re.compile(r"(?<![\w.])/[\w.<>{}-]+(?:/[\w.<>{}-]+)*[\w>}]")
+# A country calling code a parameter documents ("UK numbers: +44 and drop the leading 0"), and
+# an example number, international or national ("07700 900123 -> +447700900123").
 _CALLING_CODE = re.compile(r"\+([1-9][0-9]{0,2})(?![0-9])")
 _EXAMPLE_NUMBER = re.compile(r"(?<![\w+])(\+?)([0-9](?:[ -]?[0-9]){7,14})(?![\w])")
 
@@ -518,17 +519,16 @@ def unsupported(
     (`Grounds.stated_days`), counts as written "2022-01-01" for "January 1, 2022" where a
     parameter takes a date as plain text; a file it names by what the file is counts as
     its path, one of `documented` (`Grounds.documented_paths`); a phone number it gives counts
-    in the form the
-    parameter asks for, `phone_forms`, rule `phone-forms`); and, when no value at all
-    comes from the request, every argument. A longer text is the model's to compose (a query,
+    in the form the parameter asks for, `phone_forms`, rule `phone-forms`); and, when no value
+    at all comes from the request, every argument. A longer text is the model's to compose (a query,
     a message): it comes from the request when it shares a word of five letters or more with
     it, but is no value the request gives where not `composed` (the model's own query around
     the request's words: "SELECT capital FROM countries WHERE name='Australia'"). A stated
     choice the request names ("an MOT": `service_type="mot"`) comes from it too
     (rule `named-values`); other choices, and dates, are the model's to pick, neither for nor
     against the call (a day named is no sign of the tool: "move A2611093 to the 22nd" is no
-    lookup of the doctors free that day). A request in Chinese may name
-    a city the model writes in English: its texts and currencies are not judged."""
+    lookup of the doctors free that day). A request in Chinese may name a city the model
+    writes in English: its texts and currencies are not judged."""
     properties = tool.parameters.get("properties", {})
     stated = stated_numbers(request)
     lowered = request.casefold()
@@ -1376,8 +1376,7 @@ class Grounds:
             literals = [p for p in self.paths if json.dumps(p, ensure_ascii=False) not in held]
             if not literals and not named:
                 literals = self.paths
-            if "documented-paths" not in self.off and tool in self.tools:
-                literals = [*literals, *self.documented_paths]
+            literals = [*literals, *self.documented_paths]  # (none with the rule off)
             if "path-roles" not in self.off:
                 literals = [p for p in literals if fits_role(name, schema, p)]
         else:
