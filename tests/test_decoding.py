@@ -480,6 +480,28 @@ def test_grounded_values_come_from_the_request_or_a_result_of_the_same_format() 
     # a class, an escape class ("\d") or an optional first letter starts with no literal
     for pattern in (r"^\d{6}$", "^A?[0-9]{6}$", "^[0-9]{6}$"):
         assert coded_paths(found, {"type": "string", "pattern": pattern}) == []
+    # codes of two kinds may start with the same letter: all of the literal start tells them
+    # apart (a tenant's id is no tenancy's), where one begins the other they may be one kind
+    tenant = {
+        "type": "object",
+        "properties": {
+            "tenant_id": {"type": "string", "pattern": "^TN[0-9]{6}$"},
+            "tenancy_ref": {"type": "string", "pattern": "^TCY-[0-9]{6}$"},
+            "quote": {"type": "string", "pattern": "^QT-2026-[0-9]{4}$"},
+        },
+    }
+    tenancy = {"type": "string", "pattern": "^TCY-[0-9]{6}$"}
+    assert coded_paths(tenant, tenancy) == [".tenancy_ref"]
+    assert clashing_paths(tenant, tenancy) == {".tenant_id", ".quote"}
+    assert coded_paths(tenant, {"type": "string", "pattern": "^QT-[0-9]{4}-[0-9]{4}$"}) == [
+        ".quote"
+    ]
+    # rule `code-prefix` off: the first letter alone, as before
+    assert coded_paths(tenant, tenancy, whole=False) == [".tenant_id", ".tenancy_ref"]
+    assert clashing_paths(tenant, tenancy, whole=False) == {".quote"}
+    link = {"type": "string", "pattern": "^https?://"}
+    page = {"type": "object", "properties": {"url": {"type": "string", "pattern": "^http://x"}}}
+    assert coded_paths(page, link) == [".url"]
     request = "Email anna.berg@example.com. Then 发邮件给 wang.fang@example.cn。"
     assert grounding.EMAIL.findall(request) == ["anna.berg@example.com", "wang.fang@example.cn"]
 
@@ -565,7 +587,9 @@ def test_a_plan_made_to_go_on_stops_after_two_steps_that_use_nothing_given() -> 
     wish = '1. lookup_customer(customer_id="C-1")\ndone\n' + "".join(
         f"{n}. " + weather.format(city) for n, city in enumerate(["Oslo", "Rome", "Lima"], 2)
     )
-    steps = plan("Look up customer C-1, my PIN is 7731", wish)
+    # (`detours` off: each weather lookup nobody asked for, using nothing given, would be
+    # chosen again; the bound is what is measured here)
+    steps = plan("Look up customer C-1, my PIN is 7731", wish, off=frozenset({"detours"}))
     assert [step.args.get("city") for step in steps] == [None, "Oslo", "Rome"]
 
 
@@ -771,6 +795,155 @@ def test_a_question_gets_no_step_that_acts_unless_it_names_the_action() -> None:
     assert [step.tool for step in plan(action, LISBON + BOOK)] == ["search_hotels", "book_hotel"]
     off = plan(question, LISBON + BOOK, off=frozenset({"questions-read"}))
     assert [step.tool for step in off] == ["search_hotels", "book_hotel"]
+
+
+def test_a_tool_that_does_not_say_whether_it_acts_is_read_by_its_name() -> None:
+    # the demo tools as a catalogue in JSON has them: no `read_only`, as no MCP hint
+    unsaid = tuple(msgspec.structs.replace(tool, read_only=None) for tool in CATALOGUE)
+    question = "What is the cheapest hotel in Lisbon for 2 nights from 2026-03-10?"
+    asked = plan(question, LISBON + BOOK, catalogue=unsaid)
+    assert asked[0].tool == "search_hotels"
+    assert "book_hotel" not in [step.tool for step in asked]  # to know is not to book
+    off = plan(question, LISBON + BOOK, catalogue=unsaid, off=frozenset({"acts-by-name"}))
+    assert [step.tool for step in off] == ["search_hotels", "book_hotel"]
+
+
+def _coded_tool(name: str, takes: dict[str, Any], gives: dict[str, Any]) -> ToolDescriptor:
+    return ToolDescriptor.from_json(
+        {
+            "tool_name": name,
+            "description": f"{name}.",
+            "parameters": {"type": "object", "properties": takes, "required": list(takes)},
+            "returns": {"type": "object", "properties": gives},
+        }
+    )
+
+
+def test_a_code_no_word_of_the_request_is_comes_from_a_result_of_its_kind() -> None:
+    tenancy = {"type": "string", "pattern": "^TCY-[0-9]{6}$"}
+    lettings = (
+        _coded_tool(
+            "get_tenancy",
+            {"property_ref": {"type": "string", "pattern": "^PRP-[0-9]{5}$"}},
+            {"tenancy_ref": tenancy, "address": {"type": "string"}},
+        ),
+        _coded_tool("get_rent_ledger", {"tenancy_ref": tenancy}, {"balance": {"type": "number"}}),
+    )
+    request = "What does the tenant at PRP-15508 owe? Pull up the tenancy and its rent ledger."
+    wish = (
+        '1. get_tenancy(property_ref="PRP-15508")\n'
+        '2. get_rent_ledger(tenancy_ref="PRP-15508")\ndone'  # the property's code, refused
+    )
+    steps = plan(request, wish, catalogue=lettings)
+    assert [step.args for step in steps] == [
+        {"property_ref": "PRP-15508"},
+        {"tenancy_ref": "$1.tenancy_ref"},
+    ]
+    off = plan(request, wish, catalogue=lettings, off=frozenset({"result-codes"}))
+    assert [step.tool for step in off] == ["get_tenancy"]  # a value its tool would refuse
+    # a code the request gives is the request's to give
+    given = "Pull up the rent ledger of TCY-002291 and the tenancy at PRP-15508."
+    wish = (
+        '1. get_tenancy(property_ref="PRP-15508")\n'
+        '2. get_rent_ledger(tenancy_ref="TCY-002291")\ndone'
+    )
+    assert plan(given, wish, catalogue=lettings)[1].args == {"tenancy_ref": "TCY-002291"}
+    # an optional code stays the model's to give or not: no filter by the first one's phone
+    phone = {"type": "string", "pattern": r"^\+[1-9][0-9]{7,14}$"}
+    customers = {"type": "array", "items": {"type": "object", "properties": {"phone": phone}}}
+    find = ToolDescriptor.from_json(
+        {
+            "tool_name": "find_customer",
+            "description": "Customers by name.",
+            "parameters": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "phone": phone},
+                "required": ["name"],
+            },
+            "returns": {"type": "object", "properties": {"customers": customers}},
+        }
+    )
+    wish = (
+        '1. find_customer(name="Ahmed Karimi")\n2. find_customer(name="Jo Pike", phone="+44")\ndone'
+    )
+    steps = plan("phone numbers for Ahmed Karimi and Jo Pike", wish, catalogue=(find,))
+    assert steps[1].args == {"name": "Jo Pike"}
+
+
+def test_a_tool_that_needs_a_code_nobody_holds_is_not_offered() -> None:
+    tenancy = {"type": "string", "pattern": "^TCY-[0-9]{6}$"}
+    found = {"type": "object", "properties": {"tenancy_ref": tenancy}}
+    lettings = (
+        _coded_tool(
+            "search_properties",
+            {"address": {"type": "string"}},
+            {"properties": {"type": "array", "items": found}},
+        ),
+        _coded_tool("get_deposit", {"tenancy_ref": tenancy}, {"amount": {"type": "number"}}),
+    )
+    request = "How much deposit are we holding for 27 Redland Grove?"
+    wish = (
+        '1. get_deposit(tenancy_ref="TCY-000001")\n'  # a code made up
+        '1. search_properties(address="27 Redland Grove")\n'
+        "2. get_deposit(tenancy_ref=$1.properties.0.tenancy_ref)\ndone"
+    )
+    steps = plan(request, wish, catalogue=lettings)
+    assert [step.tool for step in steps] == ["search_properties", "get_deposit"]
+    assert steps[1].args == {"tenancy_ref": "$1.properties.0.tenancy_ref"}
+    off = plan(request, wish, catalogue=lettings, off=frozenset({"code-sources"}))
+    assert off[0].args == {"tenancy_ref": "TCY-000001"}  # a code made up to fit the pattern
+
+
+def test_a_lookup_nobody_asked_for_that_uses_nothing_given_is_a_detour() -> None:
+    tenancy = {"type": "string", "pattern": "^TCY-[0-9]{6}$"}
+    # (the fake model's next choice among tools it does not wish for is the first by name)
+    lettings = (
+        _coded_tool(
+            "issue_notice",
+            {"tenancy_ref": tenancy, "new_rent": {"type": "integer"}},
+            {"notice_id": {"type": "string"}},
+        ),
+        _coded_tool(
+            "lookup_tenancy",
+            {"property_ref": {"type": "string", "pattern": "^PRP-[0-9]{5}$"}},
+            {"tenancy_ref": tenancy},
+        ),
+        _coded_tool("get_deposit", {"tenancy_ref": tenancy}, {"amount": {"type": "number"}}),
+    )
+    request = "Pull up the tenancy at PRP-15508 and serve a notice taking the rent to 1395"
+    wish = (
+        '1. lookup_tenancy(property_ref="PRP-15508")\n'
+        "2. get_deposit(tenancy_ref=$1.tenancy_ref)\n"  # 1395 still unused
+        "2. issue_notice(tenancy_ref=$1.tenancy_ref, new_rent=1395)\ndone"
+    )
+    steps = plan(request, wish, catalogue=lettings)
+    assert [step.tool for step in steps] == ["lookup_tenancy", "issue_notice"]
+    off = plan(request, wish, catalogue=lettings, off=frozenset({"detours"}))
+    assert [step.tool for step in off][:2] == ["lookup_tenancy", "get_deposit"]
+
+
+def test_an_address_comes_from_a_result_nothing_uses_yet() -> None:
+    email = {"type": "string", "format": "email"}
+    landlord = {"type": "string", "pattern": "^LL[0-9]{5}$"}
+    lettings = (
+        _coded_tool(
+            "get_tenancy",
+            {"property_ref": {"type": "string", "pattern": "^PRP-[0-9]{5}$"}},
+            {"tenant_email": email, "landlord_id": landlord},
+        ),
+        _coded_tool("get_landlord", {"landlord_id": landlord}, {"email": email}),
+        _coded_tool("send_email", {"to": email, "body": {"type": "string"}}, {}),
+    )
+    request = "Drop the landlord at PRP-20417 an email that the boiler is fixed"
+    wish = (
+        '1. get_tenancy(property_ref="PRP-20417")\n'
+        "2. get_landlord(landlord_id=$1.landlord_id)\n"
+        '3. send_email(to=$1.tenant_email, body="The boiler is fixed.")\ndone'
+    )
+    steps = plan(request, wish, catalogue=lettings)
+    assert steps[2].args["to"] == "$2.email"  # the landlord just looked up
+    off = plan(request, wish, catalogue=lettings, off=frozenset({"fresh-addresses"}))
+    assert off[2].args["to"] == "$1.tenant_email"
 
 
 def test_a_request_that_declines_an_action_gets_no_step_that_takes_it() -> None:
@@ -1736,7 +1909,9 @@ def test_a_text_after_the_read_of_a_named_file_cites_what_was_read() -> None:
         "subject": "Your lab report",
         "body": "Here it is. {$2.content}",
     }
-    off = plan(request, wish, catalogue=LABS, off=frozenset({"named-file"}))
+    # (with `named-file` off the read is a lookup nobody named, using nothing given: a
+    # detour, but for `detours` off too)
+    off = plan(request, wish, catalogue=LABS, off=frozenset({"named-file", "detours"}))
     assert off[2].args["body"] == "Here it is."
 
 
@@ -1776,8 +1951,12 @@ def test_a_code_a_pattern_asks_for_comes_from_a_result_field_of_the_same_kind() 
     catalogue = (PHONES, UPCOMING, SMS)
     steps = plan(request, wish, catalogue=catalogue)
     assert steps[2].args["to"] == "$1.patients.0.phone"
-    off = plan(request, wish, catalogue=catalogue, off=frozenset({"coded-fields"}))
+    both = frozenset({"coded-fields", "code-sources"})
+    off = plan(request, wish, catalogue=catalogue, off=both)
     assert [step.tool for step in off] == ["find_patient", "get_upcoming_appointments"]
+    # (with `code-sources` on, no number of the kind is held: no text is offered at all)
+    off = plan(request, wish, catalogue=catalogue, off=frozenset({"coded-fields"}))
+    assert "send_sms" not in [step.tool for step in off]
 
 
 def test_a_lookup_in_another_role_stands_where_the_step_cannot_be_chosen_again() -> None:

@@ -124,6 +124,13 @@ def test_the_syntax_is_taught_after_a_request_that_asks_for_each_and_only_then()
     assert FOR_EACH_HINT not in build_request("Book a hotel in Oslo for two nights", today)
     quoted = "Shorten this for the chat: 'everyone must rebook their own hotel'"
     assert FOR_EACH_HINT not in build_request(quoted, today)  # what it hands over, not asks
+    assert FOR_EACH_HINT in build_request("Are all the invoices paid? Email them all.", today)
+    for counts_nothing in (
+        "Tell the landlord the boiler's fixed, it's all working again",
+        "No rush at all: move Friday's meeting",
+        "We're all set for Monday, email Sam",
+    ):
+        assert FOR_EACH_HINT not in build_request(counts_nothing, today), counts_nothing
     assert "for each" not in compact_system_text(CATALOGUE)  # the fixed prefix is unchanged
 
 

@@ -255,6 +255,21 @@ def test_only_a_request_that_is_all_questions_loses_the_tools_that_act() -> None
     assert not acts_unasked(unsaid, "What is open in PAY?")
 
 
+def test_a_tool_that_does_not_say_whether_it_acts_is_marked_by_its_action() -> None:
+    from ember.planner.grounding import acts_marked
+
+    def unsaid(name: str) -> ToolDescriptor:
+        return ToolDescriptor(name, {"type": "object"})
+
+    assert acts_marked(unsaid("send_sms")).read_only is False
+    assert acts_marked(unsaid("assignContractor")).read_only is False
+    assert acts_marked(unsaid("find_tenant")).read_only is True
+    assert acts_marked(unsaid("convert_currency")).read_only is True  # a computation
+    assert acts_marked(unsaid("tenancy_status")).read_only is None  # the word says neither
+    said = ToolDescriptor("send_sms", {"type": "object"}, read_only=True)
+    assert acts_marked(said) is said  # what a descriptor says stands
+
+
 def test_a_request_that_declines_an_action_loses_the_tool_that_acts() -> None:
     from ember.planner.grounding import declines
 
@@ -505,6 +520,20 @@ def test_a_parameter_documents_its_country_calling_code_by_itself_or_by_an_examp
     assert calling_codes('e.g. 07700 900123 -> "+447700900123"') == ["44"]
     assert calling_codes('International format, e.g. "+447700900123"') == []  # 4? 44? 447?
     assert calling_codes("A mobile number") == []
+    # an example cut short is not a code of its first digits: "+447..." is +44 7...
+    assert calling_codes('e.g. "+447700900123" (UK 07... numbers become +447...)') == ["44"]
+    assert calling_codes("Dial +447... for the office") == []
+
+
+def test_a_phone_parameter_that_documents_no_code_takes_the_catalogue_s() -> None:
+    phone = {"type": "string", "pattern": r"^\+[1-9][0-9]{7,14}$", "description": "Mobile."}
+    request = "Find the tenant on 07845 112233"
+    assert spans_matching(request, phone, phones=True) == []  # no country known
+    assert spans_matching(request, phone, phones=True, codes=["44"]) == ["+447845112233"]
+    documented = {**phone, "description": "Mobile; UK numbers: +44 and drop the leading 0."}
+    texting = ToolDescriptor("send_sms", {"type": "object", "properties": {"to": documented}})
+    finding = ToolDescriptor("find_tenant", {"type": "object", "properties": {"phone": phone}})
+    assert Grounds((finding, texting), request, TODAY).calling_codes == ["44"]
 
 
 def test_a_phone_number_in_the_forms_a_tool_may_ask_for() -> None:
@@ -521,6 +550,12 @@ def test_a_phone_number_is_one_given_not_two_numbers() -> None:
         ("07700 900461", "07700900461", "7700900461"),
         ("6",),
     ]
+    # a colon after a number ends it; a time goes on after its colon
+    assert givens('Text 07700 900777: "on my way"', phones=True)[1] == (
+        "07700 900777",
+        "07700900777",
+        "7700900777",
+    )
     # a date, a time or an amount is no phone number
     plain = "on 2026-05-14 at 10:30 pay 1,200,000 to ACC-0012345678"
     assert givens(plain, phones=True) == givens(plain) == [("ACC-0012345678",), ("1200000",)]

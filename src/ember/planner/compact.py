@@ -31,6 +31,7 @@ __all__ = [
     "VALUE_LENGTHS",
     "field_paths",
     "json_type",
+    "literal_start",
     "render_plan",
     "render_step",
     "text_paths",
@@ -136,37 +137,71 @@ def field_paths(
 
 # "^A[0-9]", "^\+": a literal first character (not a class, "\d", nor one made optional)
 _LITERAL_START = re.compile(r"\^(\\[^\w\s]|[A-Za-z0-9])(?![?*]|\{0)")
+# one literal character of a pattern: an escaped sign ("\+", "\-") or a letter, digit, - or _
+_LITERAL = re.compile(r"\\([^\w\s])|([A-Za-z0-9_-])")
 
 
-def _literal_start(schema: dict[str, Any]) -> str | None:
-    """The literal character a schema's `pattern` requires first (`^A[0-9]{7}$`: "A",
-    `^\\+[1-9]`: "+"), or None: no pattern, or one that starts with a class."""
-    match = _LITERAL_START.match(schema.get("pattern", ""))
-    return None if match is None else match.group(1)[-1]
+def literal_start(schema: dict[str, Any], *, whole: bool = True) -> str | None:
+    """The literal text a schema's `pattern` requires first: all of it (`^TCY-[0-9]{6}$`:
+    "TCY-", `^\\+[1-9]`: "+"), or (not `whole`) its first character only; None where there is
+    no pattern, or one that starts with a class or a group. A character made optional (`s?`)
+    ends the text without it; one repeated (`A+`, `A{2}`) ends it with it."""
+    pattern = schema.get("pattern", "")
+    if not whole:
+        match = _LITERAL_START.match(pattern)
+        return None if match is None else match.group(1)[-1]
+    if not pattern.startswith("^"):
+        return None
+    text, at = "", 1
+    while (match := _LITERAL.match(pattern, at)) is not None:
+        at = match.end()
+        following = pattern[at : at + 2]
+        if following[:1] in ("?", "*") or following == "{0":
+            break
+        text += match.group(1) or match.group(2)
+        if following[:1] in ("+", "{"):
+            break
+    return text or None
 
 
-def coded_paths(returns: dict[str, Any] | None, parameter: dict[str, Any]) -> list[str]:
+def _same_code(one: str, other: str) -> bool:
+    """Whether two patterns' literal starts may be the same kind of code: one begins the
+    other ("TCY-" and "TCY-2026-"; not "TN" and "TCY-", a tenant's id and a tenancy's)."""
+    return one.startswith(other) or other.startswith(one)
+
+
+def coded_paths(
+    returns: dict[str, Any] | None, parameter: dict[str, Any], *, whole: bool = True
+) -> list[str]:
     """The paths of `field_paths(returns, parameter)` whose `pattern` starts with the literal
-    the parameter's does (a patient's `phone`, `^\\+...`, for a text's `to`, `^\\+...`): the
-    same kind of code. Empty where the parameter's pattern starts with no literal."""
-    start = _literal_start(parameter)
+    text the parameter's does (a patient's `phone`, `^\\+...`, for a text's `to`, `^\\+...`):
+    the same kind of code. Empty where the parameter's pattern starts with no literal.
+    `whole`: the literal start is all the text the pattern requires first (rule
+    `code-prefix`), else its first character."""
+    start = literal_start(parameter, whole=whole)
     if start is None:
         return []
-    coded = {path for path, schema in _walk(returns or {}, "") if _literal_start(schema) == start}
+    coded = {
+        path
+        for path, schema in _walk(returns or {}, "")
+        if (own := literal_start(schema, whole=whole)) is not None and _same_code(own, start)
+    }
     return [path for path in field_paths(returns, parameter) if path in coded]
 
 
-def clashing_paths(returns: dict[str, Any] | None, parameter: dict[str, Any]) -> set[str]:
-    """The paths into a result whose `pattern` starts with another literal than the
+def clashing_paths(
+    returns: dict[str, Any] | None, parameter: dict[str, Any], *, whole: bool = True
+) -> set[str]:
+    """The paths into a result whose `pattern` starts with other literal text than the
     parameter's: another kind of code (an appointment id `^A[0-9]{7}$` is no phone number
-    `^\\+[1-9][0-9]{7,14}$`)."""
-    start = _literal_start(parameter)
+    `^\\+[1-9][0-9]{7,14}$`, a tenant's id `^TN[0-9]{6}$` no tenancy's `^TCY-[0-9]{6}$`)."""
+    start = literal_start(parameter, whole=whole)
     if start is None:
         return set()
     return {
         path
         for path, schema in _walk(returns or {}, "")
-        if _literal_start(schema) not in (start, None)
+        if (own := literal_start(schema, whole=whole)) is not None and not _same_code(own, start)
     }
 
 

@@ -33,7 +33,15 @@ import msgspec
 from ember.errors import PlannerError
 from ember.plan import ITEM, ITEM_TOOL, Step, references, step_ref
 from ember.planner import grounding
-from ember.planner.compact import DONE, FOR_EACH, field_paths, json_type, list_paths, value_kind
+from ember.planner.compact import (
+    DONE,
+    FOR_EACH,
+    field_paths,
+    json_type,
+    list_paths,
+    literal_start,
+    value_kind,
+)
 from ember.planner.quotes import quoted_texts
 from ember.tools.descriptor import ToolDescriptor
 
@@ -124,6 +132,12 @@ RULES = (
     "said-action",
     "retry-ungrounded",
     "sends-named",
+    "acts-by-name",
+    "code-prefix",
+    "result-codes",
+    "code-sources",
+    "detours",
+    "fresh-addresses",
 )
 
 
@@ -624,6 +638,8 @@ class PlanDecoder:
             return "again"  # a booking where the request says to cancel (or move) one
         if steps and not left and self._unnamed(step, steps, failed):
             return "again"  # a step nobody asked for, after all that was asked
+        if steps and left and self._detour(step, steps, failed, left):
+            return "again"  # a step nobody asked for, before what was given is used
         if held is not None and not self._feeds_named(step, held, steps):
             return "end"  # the call held in doubt was no lookup this step needs
         if steps and not ordered and self._continuing(step, steps, failed, passed):
@@ -866,6 +882,18 @@ class PlanDecoder:
             return False  # it reads the file the request is about (`named-file`)
         return "leads-named" in self._off or not self._leads_to(step.tool, steps, {step.tool})
 
+    def _detour(
+        self, step: Step, steps: list[Step], failed: Sequence[Step], left: Sequence[str]
+    ) -> bool:
+        """Whether a later step, made while something the user gave is still unused (`left`),
+        is a lookup nobody asked for (`_unnamed`) that uses none of it: a detour (the rent
+        ledger looked up where the request asks for a notice of entry "for the 14th at 10am").
+        A lookup the request implies but does not name takes a value it gave, or leads to a
+        tool it names (rule `detours`)."""
+        if "detours" in self._off or not self._unnamed(step, steps, failed):
+            return False
+        return len(self._unused_givens([*steps, step])) == len(left)
+
     def _asks_each(self, steps: list[Step]) -> bool:
         """Whether the request asks for something done to each of several things that `steps`
         have not each done yet. Its "each" of names it lists ("Lyon and Bordeaux ... the
@@ -1025,6 +1053,8 @@ class PlanDecoder:
             if objects is not None and not self._grounds.references(objects, earlier):
                 return False  # no earlier result has the fields its objects need
             options = self._grounds.options(name, param, schema, earlier, unused)
+            if options is None and self._unheld_code(schema, earlier):
+                return False
             path = value_kind(schema) == "text" and not grounding.is_identifier(param, schema)
             if options == [] and (
                 earlier
@@ -1089,7 +1119,13 @@ class PlanDecoder:
                 tool.tool_name, name, props[name], earlier, unused
             )
             if grounded is None:
-                value = self._value(props[name], earlier, unused, body=_body(tool) == name)
+                value = self._value(
+                    props[name],
+                    earlier,
+                    unused,
+                    body=_body(tool) == name,
+                    optional=name not in required,
+                )
                 if grounding.breaks_pattern(props[name], value):
                     if name in required:
                         raise _Ungrounded  # a value its tool would refuse ("#" missing)
@@ -1195,9 +1231,12 @@ class PlanDecoder:
         unused: Sequence[Step] = (),
         *,
         body: bool = False,
+        optional: bool = False,
     ) -> Any:
         """A value for `schema`; `body`: a text is its tool's last required one (a mail's body,
-        not its subject), which cites a file the plan read for the request (`_read_named`)."""
+        not its subject), which cites a file the plan read for the request (`_read_named`);
+        `optional`: the parameter may be left out (a code the request does not give is then
+        the model's to take from a result or not: `_result_codes`)."""
         cursor = self._cursor
         kind = value_kind(schema)
         if kind == "enum":
@@ -1222,6 +1261,8 @@ class PlanDecoder:
         # Several results to deliver in one text parameter: a text citing each, not one whole.
         cites_all = "{$" in schema.get("description", "") and len(unused) > 1
         references = [] if cites_all else self._references(schema, earlier, unused)
+        if kind == "text" and not optional and (coded := self._result_codes(schema, earlier)):
+            return "$" + coded[cursor.choose([f"${ref}" for ref in coded])]
         options = literal + (["$"] if references else [])
         choice = cursor.choose(options)
         if choice == len(literal):
@@ -1234,12 +1275,7 @@ class PlanDecoder:
         if kind in ("integer", "number"):
             text, _ = cursor.sample(kind, b",)]", _SHORT_TOKENS)
             return _number(options[choice] + text, kind)
-        phones = "phone-forms" not in self._off
-        spans = (
-            []
-            if "schema" in self._off
-            else grounding.spans_matching(self._request, schema, phones=phones)
-        )
+        spans = [] if "schema" in self._off else self._spelled(schema)
         if kind == "text" and spans:
             # a value the pattern constrains, and the request spells: one of those spans
             return spans[cursor.choose([_literal(span)[1:] for span in spans])]
@@ -1269,6 +1305,37 @@ class PlanDecoder:
         text, _ = cursor.sample(kind, b'"', _SHORT_TOKENS)
         cursor.force('"')
         return text
+
+    def _unheld_code(self, schema: dict[str, Any], earlier: list[Step]) -> bool:
+        """Whether `schema` takes a code (a pattern that starts with literal text) that no
+        word of the request is and no earlier result holds: a tool that needs one is not
+        offered (rule `code-sources`; a deposit's `^TCY-` tenancy for "27 Redland Grove":
+        the tenancy is found first)."""
+        if "code-sources" in self._off or value_kind(schema) != "text":
+            return False
+        return (
+            literal_start(schema) is not None
+            and not self._spelled(schema)
+            and not (self._grounds.coded_references(schema, earlier))
+        )
+
+    def _spelled(self, schema: dict[str, Any]) -> list[str]:
+        """The words of the request (or its phone numbers, in the form asked for) that a
+        parameter's selective pattern takes (`grounding.spans_matching`)."""
+        phones = "phone-forms" not in self._off
+        codes = self._grounds.calling_codes
+        return grounding.spans_matching(self._request, schema, phones=phones, codes=codes)
+
+    def _result_codes(self, schema: dict[str, Any], earlier: list[Step]) -> list[str]:
+        """For a required code (a pattern that starts with literal text: `^TCY-`, `^\\+`) that
+        no word of the request is, the earlier results' fields of that kind of code, if any:
+        the value is one of them (rule `result-codes`). Written out instead, it is a code the
+        model makes up, or one of the request's other codes: "PRP-15508" for a tenancy's
+        `^TCY-`, which its tool would refuse. (An optional one stays the model's to give or
+        not: the first customer's phone is no filter for the second's search.)"""
+        if "result-codes" in self._off or literal_start(schema) is None or self._spelled(schema):
+            return []
+        return self._grounds.coded_references(schema, earlier)
 
     def _references(
         self, schema: dict[str, Any], earlier: list[Step], unused: Sequence[Step]

@@ -42,6 +42,7 @@ __all__ = [
     "PATH_PARAMETER",
     "Given",
     "Grounds",
+    "acts_marked",
     "acts_unasked",
     "asks_for_each",
     "asks_to_wait",
@@ -113,19 +114,24 @@ _AMOUNT = r"([0-9]+(?:\.[0-9]+)?)"
 NUMBER = re.compile(rf"{_APART}[0-9]+(?:,[0-9]{{3}})*(?:\.[0-9]+)?(?![\w:/]|-[0-9]|[.,][0-9])")
 # A phone number as people write one, international or with the trunk prefix: "+44 7700
 # 900123", "07700 900123", "0044 20 7946 0018" (9 to 16 digits, in groups).
-PHONE = re.compile(r"(?<![\w+.,:/-])(?:\+|0)[0-9](?:[ -]?[0-9]){7,14}(?![\w:/-]|[.,][0-9])")
+# (A colon after one ends it, "Text 07700 900777: ..."; not one that goes on, a time "10:30".)
+PHONE = re.compile(r"(?<![\w+.,:/-])(?:\+|0)[0-9](?:[ -]?[0-9]){7,14}(?![\w/-]|:\w|[.,][0-9])")
 # A path a tool's documentation spells, placeholders and all ("/archive/<job_id>.txt").
 _DOCUMENTED_PATH = re.compile(r"(?<![\w.])/[\w.<>{}-]+(?:/[\w.<>{}-]+)*[\w>}]")
 # A country calling code a parameter documents ("UK numbers: +44 and drop the leading 0"), and
 # an example number, international or national ("07700 900123 -> +447700900123").
-_CALLING_CODE = re.compile(r"\+([1-9][0-9]{0,2})(?![0-9])")
+# A code is not the start of a number cut short ("+447..." is +44 7...), and an example may be
+# one ("UK 07... numbers become +447...").
+_CALLING_CODE = re.compile(r"\+([1-9][0-9]{0,2})(?![0-9]|\.\.|…)")
 _EXAMPLE_NUMBER = re.compile(r"(?<![\w+])(\+?)([0-9](?:[ -]?[0-9]){7,14})(?![\w])")
+_ELIDED_NUMBER = re.compile(r"(?<![\w+])(\+?)([0-9]{1,6})(?:\.\.|…)")
 
 
 Given = tuple[str, ...]  # a value the request gives, in each form a plan may use it
 _QUANTIFIER = re.compile(
-    r"\b(each|every|all|everyone|everybody|(?P<counted>both|(the|these|those) "
-    r"(two|three|four|five|six|seven|eight|nine|ten) \w+s))\b",
+    r"\b(each|every|(?<!\bat )all(?!\s+(?:along|clear|day|done|fine|good|in|ok|okay|over|"
+    r"ready|right|set|sorted|the\s+best|together|well|working)\b)|everyone|everybody|"
+    r"(?P<counted>both|(the|these|those) (two|three|four|five|six|seven|eight|nine|ten) \w+s))\b",
     re.IGNORECASE,
 )
 
@@ -133,7 +139,9 @@ _QUANTIFIER = re.compile(
 def asks_for_each(request: str, *, counted_too: bool = True) -> bool:
     """Whether a request asks for something done to each (every, all, both, "the three
     files") of several things: only then is a step over a list offered. Quoted text is what
-    the request hands over, not what it asks ("shorten this: '... everyone must ...'").
+    the request hands over, not what it asks ("shorten this: '... everyone must ...'"); "all"
+    in a phrase that counts nothing ("it's all working again", "at all", "all set") is no
+    quantifier.
     `counted_too=False`: of things it does not count ("each", "every", "all"): "both" and "the
     three files" say how many, so each of them is a step of its own (`$1.files.0`, `.1`)."""
     quantifiers = _QUANTIFIER.finditer(unquoted(request))
@@ -192,6 +200,52 @@ _LOOKUP_ACTIONS = frozenset(
         *("retrieve", "search", "show", "view"),
     )
 )
+
+
+# The actions of tools that change nothing but compute (`convert_currency`, `summarize_text`):
+# read-only too, as a descriptor says of them where it says.
+_COMPUTING_ACTIONS = frozenset(
+    (
+        *("analyse", "analyze", "calculate", "classify", "compare", "compute", "convert"),
+        *("count", "describe", "detect", "estimate", "evaluate", "explain", "extract"),
+        *("parse", "predict", "recommend", "summarise", "summarize", "translate", "validate"),
+        *("verify",),
+    )
+)
+
+# The actions of tools that change something (`send_sms`, `assign_contractor`): a descriptor
+# that does not say whether it acts is read as saying so by its name's first word.
+_ACTING_ACTIONS = frozenset(
+    (
+        *("add", "allocate", "amend", "approve", "archive", "assign", "book", "call"),
+        *("cancel", "change", "charge", "close", "confirm", "create", "delete", "deploy"),
+        *("disable", "dispatch", "edit", "email", "enable", "escalate", "execute", "forward"),
+        *("generate", "grant", "hire", "invite", "issue", "lock", "log", "make", "mark"),
+        *("message", "modify", "move", "notify", "order", "pay", "place", "post", "publish"),
+        *("raise", "record", "refund", "register", "reject", "release", "remove", "rename"),
+        *("renew", "reply", "reschedule", "reserve", "reset", "restart", "revoke", "rollback"),
+        *("save", "schedule", "send", "serve", "set", "share", "sms", "start", "stop"),
+        *("submit", "text", "transfer", "trigger", "unlock", "update", "upload", "write"),
+    )
+)
+
+
+def acts_marked(tool: ToolDescriptor) -> ToolDescriptor:
+    """`tool`, where it does not say whether it acts (`read_only` None: a catalogue in JSON
+    without MCP's `readOnlyHint`), marked as its action (`_action`) says: read-only for a
+    lookup or a computation (`find_tenant`, `convert_currency`), acting for a send, a
+    booking, a change (`send_sms`, `assign_contractor`); unmarked where the word says
+    neither. The rules that keep a tool that acts from a question, or a lookup nobody asked
+    for from a plan, then read an unseen catalogue as they read one that says (the demo
+    tools do; rule `acts-by-name`)."""
+    if tool.read_only is not None:
+        return tool
+    action = _action(tool)
+    if action in _LOOKUP_ACTIONS or action in _COMPUTING_ACTIONS:
+        return msgspec.structs.replace(tool, read_only=True)
+    if action in _ACTING_ACTIONS:
+        return msgspec.structs.replace(tool, read_only=False)
+    return tool
 
 
 def is_lookup(tool: ToolDescriptor) -> bool:
@@ -776,12 +830,15 @@ def _composed(text: str) -> bool:
     return "{$" not in text and not text.startswith("$") and len(text.split()) > 3
 
 
-def spans_matching(request: str, schema: dict[str, Any], *, phones: bool = False) -> list[str]:
+def spans_matching(
+    request: str, schema: dict[str, Any], *, phones: bool = False, codes: Sequence[str] = ()
+) -> list[str]:
     """The words of the request (also the parts of a hyphenated or slashed one) that a string
     parameter's `pattern` accepts, when the pattern is selective: it rejects most of the
     request's words. Empty otherwise: the value is written freely. With `phones`, also each
     phone number the request gives, in the form the pattern accepts (`phone_forms`: "07700
-    900123" as "+447700900123" where the parameter documents +44; rule `phone-forms`)."""
+    900123" as "+447700900123" where the parameter documents +44, or documents no code and
+    the catalogue's other phone parameters document `codes`; rule `phone-forms`)."""
     pattern = schema.get("pattern")
     if not pattern or schema.get("format") or "enum" in schema:
         return []
@@ -792,7 +849,7 @@ def spans_matching(request: str, schema: dict[str, Any], *, phones: bool = False
         numbers = [
             form
             for written in (PHONE.findall(request) if phones else [])
-            for form in phone_forms(written, calling_codes(schema.get("description", "")))
+            for form in phone_forms(written, calling_codes(schema.get("description", "")) or codes)
             if re.fullmatch(pattern, form)
         ]
     except re.error:
@@ -805,11 +862,11 @@ def spans_matching(request: str, schema: dict[str, Any], *, phones: bool = False
 def calling_codes(description: str) -> list[str]:
     """The country calling codes a phone parameter's description documents: a code said on
     its own ("+44 and drop the leading 0"), or an example number written both ways ("07700
-    900123 -> +447700900123")."""
+    900123 -> +447700900123", "07... numbers become +447...")."""
     codes = _CALLING_CODE.findall(description)
     examples = [
         (sign, re.sub(r"[ -]", "", digits)) for sign, digits in _EXAMPLE_NUMBER.findall(description)
-    ]
+    ] + _ELIDED_NUMBER.findall(description)
     for sign, whole in examples:
         for other, national in examples:
             tail = national[1:]
@@ -1204,7 +1261,8 @@ class Grounds:
         spoken: bool = True,
         off: frozenset[str] = frozenset(),
     ) -> None:
-        self.tools = {tool.tool_name: _emails_marked(tool) for tool in catalogue}
+        marked = (tool if "acts-by-name" in off else acts_marked(tool) for tool in catalogue)
+        self.tools = {tool.tool_name: _emails_marked(tool) for tool in marked}
         self.request = request
         self.dates = calendar_dates(today)
         self.named_dates = named_dates(request, today)
@@ -1230,6 +1288,17 @@ class Grounds:
             or ("declined" not in off and declines(tool, request))
             or ("waits" not in off and name in _TIMERS and not asks_to_wait(request))
         )
+        # the country calling codes the catalogue's phone parameters document: one company's
+        # numbers, for a phone parameter that documents none (`spans_matching`)
+        self.calling_codes = list(
+            dict.fromkeys(
+                code
+                for tool in self.tools.values()
+                for schema in tool.parameters.get("properties", {}).values()
+                if schema.get("pattern", "").startswith("^\\+")
+                for code in calling_codes(schema.get("description", ""))
+            )
+        )
         # While a step over a list is written: the list (`1.files`) and its items' schema.
         self.item: tuple[str, dict[str, Any]] | None = None
         self.sources = {
@@ -1249,7 +1318,12 @@ class Grounds:
                 whole = {"type": "object", "properties": {"item": self.item[1]}}
                 found += [name] if field_paths(whole, schema) == [".item"] else []
             returns = self.returns(step)
-            clash = set() if "coded-fields" in self.off else clashing_paths(returns, schema)
+            prefix = "code-prefix" not in self.off
+            clash = (
+                set()
+                if "coded-fields" in self.off
+                else clashing_paths(returns, schema, whole=prefix)
+            )
             found += [f"{name}{path}" for path in field_paths(returns, schema) if path not in clash]
         return found
 
@@ -1263,7 +1337,7 @@ class Grounds:
         found = [
             f"{step_ref(step.id)}{path}"
             for step in earlier
-            for path in coded_paths(self.returns(step), schema)
+            for path in coded_paths(self.returns(step), schema, whole="code-prefix" not in self.off)
         ]
         # in a step over a list, the item's own code ("$item.phone": each patient's)
         return [ref for ref in found if ref.startswith("item")] or found
@@ -1341,13 +1415,19 @@ class Grounds:
           result's field of the same name;
         - a parameter documented to come from another tool ("A hotel_id from search_hotels
           results"): a code the request gives, or a field of that tool's results.
-        - an email address: one the request names, or an earlier result's email field;
+        - an email address: one the request names, or an earlier result's email field (of a
+          result nothing uses yet, where one holds any);
         - a list an earlier result holds under the parameter's name (`rows`): that field.
         References go to results nothing uses yet where there are any: each feeds one call; an
         identifier none of those holds may come from any earlier result (one patient found
         feeds the appointments' lookup and the lab results'; rule `fan-out`)."""
         if schema.get("format") == "email":
-            found = [f"${ref}" for ref in self.references(schema, earlier)]
+            # an address of a result nothing uses yet where one holds any: the landlord just
+            # looked up for "email the landlord", not the tenancy's tenant before it (rule
+            # `fresh-addresses`)
+            fresh = [] if "fresh-addresses" in self.off else [s for s in earlier if s in unused]
+            refs = self.references(schema, fresh) or self.references(schema, earlier)
+            found = [f"${ref}" for ref in refs]
             called = self.tools.get(tool)
             addresses = [
                 address
