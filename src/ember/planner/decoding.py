@@ -1313,11 +1313,12 @@ class PlanDecoder:
         the tenancy is found first)."""
         if "code-sources" in self._off or value_kind(schema) != "text":
             return False
-        return (
-            literal_start(schema) is not None
-            and not self._spelled(schema)
-            and not (self._grounds.coded_references(schema, earlier))
-        )
+        return self._ungiven_code(schema) and not self._grounds.coded_references(schema, earlier)
+
+    def _ungiven_code(self, schema: dict[str, Any]) -> bool:
+        """Whether `schema` takes a code (a pattern that starts with literal text) that no
+        word of the request is (`_spelled`)."""
+        return literal_start(schema) is not None and not self._spelled(schema)
 
     def _spelled(self, schema: dict[str, Any]) -> list[str]:
         """The words of the request (or its phone numbers, in the form asked for) that a
@@ -1333,7 +1334,7 @@ class PlanDecoder:
         model makes up, or one of the request's other codes: "PRP-15508" for a tenancy's
         `^TCY-`, which its tool would refuse. (An optional one stays the model's to give or
         not: the first customer's phone is no filter for the second's search.)"""
-        if "result-codes" in self._off or literal_start(schema) is None or self._spelled(schema):
+        if "result-codes" in self._off or not self._ungiven_code(schema):
             return []
         return self._grounds.coded_references(schema, earlier)
 
