@@ -379,6 +379,21 @@ def test_in_doubt_an_unnamed_first_call_is_kept_if_a_named_step_uses_its_result(
     assert len(plan(later, wish, abstain=doubtful, off=frozenset({"names-tool"}))) == 3
 
 
+def test_a_held_first_call_the_next_named_step_does_not_use_is_dropped_not_the_plan() -> None:
+    """The customer looked up in doubt ("customer" is never said), then the calendar entry the
+    request asks for, which uses nothing of it: the plan begins again without the lookup and
+    keeps the entry. Before (and with the rule off) the whole plan was dropped."""
+    doubtful = (-50.0, 50.0)  # every first choice is in the band
+    request = "Put 'Dentist' in my calendar on 2026-03-05, ref C-20417"
+    event = 'create_calendar_event(title="Dentist", date="2026-03-05")\n'
+    wish = f'1. lookup_customer(customer_id="C-20417")\n2. {event}{event}done'
+    handed: list[str] = []
+    steps = plan(request, wish, abstain=doubtful, on_step=lambda s: handed.append(s.tool))
+    assert steps == [Step(1, "create_calendar_event", {"title": "Dentist", "date": "2026-03-05"})]
+    assert handed == ["create_calendar_event"]  # the lookup given up was never handed on
+    assert plan(request, wish, abstain=doubtful, off=frozenset({"held-replaced"})) == []
+
+
 def test_a_tool_is_named_by_its_name_its_result_or_a_value_only_some_tools_take() -> None:
     weather = next(tool for tool in CATALOGUE if tool.tool_name == "get_weather")
     hotels = next(tool for tool in CATALOGUE if tool.tool_name == "search_hotels")
@@ -1257,6 +1272,28 @@ def test_an_optional_value_that_repeats_another_argument_s_reference_is_left_out
     assert steps[0].args == {"value": "$1.prs.0.pr_number", "previous": "$1.prs.1.pr_number"}
 
 
+def test_an_optional_text_that_repeats_another_argument_is_left_out() -> None:
+    """`cc` the very address `to` already is: the one the request gives, written twice."""
+    email = {"type": "string", "format": "email"}
+    mail = _tool("mail", {"to": email, "cc": email, "body": {"type": "string"}}, ["to", "body"])
+    request = "Email ann@example.com that the boiler is fixed"
+    wish = '1. mail(to="ann@example.com", cc="ann@example.com", body="The boiler is fixed.")\ndone'
+    assert plan(request, wish, catalogue=(mail,))[0].args == {
+        "to": "ann@example.com",
+        "body": "The boiler is fixed.",
+    }
+    both = "Email ann@example.com, copying bob@example.com, that the boiler is fixed"
+    wish = '1. mail(to="ann@example.com", cc="bob@example.com", body="The boiler is fixed.")\ndone'
+    assert plan(both, wish, catalogue=(mail,))[0].args["cc"] == "bob@example.com"
+    # a name the request says, written again in another role: the applicant is no negotiator
+    viewing = _tool(
+        "view", {"applicant": {"type": "string"}, "agent": {"type": "string"}}, ["applicant"]
+    )
+    wish = '1. view(applicant="Tomasz Wójcik", agent="Tomasz Wójcik")\ndone'
+    steps = plan("Book Tomasz Wójcik in for a viewing", wish, catalogue=(viewing,))
+    assert steps[0].args == {"applicant": "Tomasz Wójcik"}
+
+
 def test_an_optional_time_of_day_the_request_never_states_is_left_out() -> None:
     event = (
         '1. create_calendar_event(title="Submit VAT return", date="2027-02-28", time="{}")\ndone'
@@ -1336,7 +1373,7 @@ def test_a_path_is_given_only_in_the_role_its_parameter_names() -> None:
     [step] = plan(request, wish + "done", catalogue=PACKS)
     assert step.args["summary"] == "out/sum.md"
     off = plan(request, wish + "done", catalogue=PACKS, off=frozenset({"path-roles"}))
-    assert off[0].args["summary"] == "out/ledger.csv"
+    assert "summary" not in off[0].args  # the ledger's path again: left out (`_repeats`)
     listing = plan(
         "List what is in /srv/q3 and read /srv/q3/report.pdf",
         '1. list_files(directory="/srv/q3/report.pdf")\ndone',

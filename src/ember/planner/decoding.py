@@ -90,7 +90,9 @@ MAX_STEPS = 12
 # the next lookup leads to a tool the request names (no way through an action nobody asked for),
 # and a step acting on a thing the request says another action on chosen again (no booking
 # where it says cancel), and any first step whose values cannot be had chosen again,
-# and a file the request names that no step passed attached where a tool that acts takes one.
+# and a file the request names that no step passed attached where a tool that acts takes one,
+# and a first call held in doubt that the next step, named and complete, does not use: the plan
+# begun again without it (not dropped whole).
 RULES = (
     "push-bound",
     "schema",
@@ -138,6 +140,7 @@ RULES = (
     "code-sources",
     "detours",
     "fresh-addresses",
+    "held-replaced",
 )
 
 
@@ -156,6 +159,7 @@ _MAX_ITEMS = 8  # longest list argument
 _MAX_REFERENCES = 6  # embedded references in one text
 _MAX_PUSHED = 2  # steps in a row a plan is made to go on for without using what was given
 _MAX_GIVEN_UP = 2  # first tools chosen again after one whose values could not be had
+_LEFT_OUT = object()  # an optional argument's value that is not written (`PlanDecoder._argument`)
 
 
 class _Ungrounded(Exception):
@@ -301,6 +305,7 @@ class PlanDecoder:
         first = None if steps else self._doubt("1. ", DONE)
         tried: dict[int, list[str]] = {}  # by step id: tools chosen that could not be grounded
         held: Step | None = None  # a first call in doubt, until the next step uses its result
+        start = cursor.mark()  # where the plan begins again without a held call (`_unheld`)
         order = _Reordered(cursor)  # steps chosen again for coming early (`said-order`)
         while len(steps) < min(max_steps, MAX_STEPS) + len(earlier):
             step_id = max((step.id for step in steps), default=0) + 1
@@ -356,11 +361,18 @@ class PlanDecoder:
                 ordered=step_id in order.kept,
             )
             if verdict in ("again", "early") and mark is not None and choice < len(names):
-                if verdict == "early":
-                    order.choose_again(
-                        step_id, self._continuing(step, steps, failed, passed), mark, step.tool
-                    )
-                self._give_up(step.tool, passed, mark)
+                self._choose_again(
+                    step,
+                    steps,
+                    failed,
+                    passed,
+                    mark=mark,
+                    order=order if verdict == "early" else None,
+                )
+                continue
+            if verdict == "unheld" and held and len(tried.get(1, ())) < _MAX_GIVEN_UP:
+                tried = self._begin_again(tried, held, start)
+                steps, held, pushed, order = list(earlier), None, 0, _Reordered(cursor)
                 continue
             if verdict not in ("keep", "hold", "early"):  # (no choice left: in order enough)
                 if self._go_back(order, step_id, passed):
@@ -599,6 +611,33 @@ class PlanDecoder:
         """Whether parameter `name` of tool `tool` takes a path."""
         return grounding.is_path(name, self._params(tool).get(name, {}))
 
+    def _choose_again(
+        self,
+        step: Step,
+        steps: list[Step],
+        failed: Sequence[Step],
+        passed: list[str],
+        *,
+        mark: object,
+        order: _Reordered | None,
+    ) -> None:
+        """Give `step`'s tool up and go back to `mark` to choose the step again: among the tools
+        that take what it skipped where it came too `early` (an `order` to keep: `said-order`)."""
+        if order is not None:
+            tools = self._continuing(step, steps, failed, passed)
+            order.choose_again(step.id, tools, mark, step.tool)
+        self._give_up(step.tool, passed, mark)
+
+    def _begin_again(
+        self, tried: dict[int, list[str]], held: Step, start: object
+    ) -> dict[int, list[str]]:
+        """Go back to `start`, the plan's beginning, with the tool of the first call `held` in
+        doubt given up for the first step (`_unheld`); returns the tools given up so (all
+        that was chosen again belonged to the plan given up)."""
+        self._instead.clear()
+        self._cursor.rewind(start)
+        return {1: [*tried.get(1, ()), held.tool]}
+
     def _give_up(self, tool: str, passed: list[str], mark: object) -> None:
         """Give tool `tool` up for this step and go back to choose the step again."""
         passed.append(tool)
@@ -641,6 +680,8 @@ class PlanDecoder:
         if steps and left and self._detour(step, steps, failed, left):
             return "again"  # a step nobody asked for, before what was given is used
         if held is not None and not self._feeds_named(step, held, steps):
+            if self._unheld(step, held):
+                return "unheld"  # the plan begins again, without the call held in doubt
             return "end"  # the call held in doubt was no lookup this step needs
         if steps and not ordered and self._continuing(step, steps, failed, passed):
             return "early"  # something the request says before what it uses is still to do
@@ -813,6 +854,19 @@ class PlanDecoder:
         if (doubt == "check" or self._unready) and not named:
             return "unnamed"
         return None
+
+    def _unheld(self, step: Step, held: Step) -> bool:
+        """Whether `step`, the one after a first call `held` in doubt, neither uses it nor needs
+        it, and the request names its tool: then the request asked for `step`, not for the call
+        held ("Book Tomasz ... His mobile is ...": no lookup of a tenant first), and the plan
+        begins again without it, rather than ending empty (rule `held-replaced`)."""
+        return (
+            "held-replaced" not in self._off
+            and step.tool != held.tool
+            and not any(ref.step == held.id for ref in references(step.args))
+            and step.each is None
+            and self._named(step)
+        )
 
     def _feeds_named(self, step: Step, first: Step, steps: list[Step]) -> bool:
         """Whether `step`, the one after `first` (a first call in doubt whose tool the request
@@ -1118,29 +1172,11 @@ class PlanDecoder:
             grounded = deliver.get(name) or self._grounds.options(
                 tool.tool_name, name, props[name], earlier, unused
             )
-            if grounded is None:
-                value = self._value(
-                    props[name],
-                    earlier,
-                    unused,
-                    body=_body(tool) == name,
-                    optional=name not in required,
-                )
-                if grounding.breaks_pattern(props[name], value):
-                    if name in required:
-                        raise _Ungrounded  # a value its tool would refuse ("#" missing)
-                elif name in required or not (
-                    self._grounds.unsaid(props[name], value, name) or _repeats(value, args)
-                ):
-                    args[name] = value  # an optional number or choice never said: left out
-            else:
-                args[name] = self._identifier(
-                    name,
-                    props[name],
-                    earlier,
-                    grounded,
-                    sourced=(tool.tool_name, name) in self._grounds.sources,
-                )
+            value = self._argument(
+                tool, name, earlier, unused, grounded=grounded, args=args, required=name in required
+            )
+            if value is not _LEFT_OUT:
+                args[name] = value
         closed_after = ends[choice - len(candidates)] == ") after "
         after = self._after(earlier, waits) if closed_after else []
         if "pattern-place" not in self._off:  # a project key written as the words to look for
@@ -1153,6 +1189,43 @@ class PlanDecoder:
             self._instead[step_id] = (tool.tool_name, rivals)
             raise _OtherLookup(step)  # "move Aisha Rahman's next appointment": no doctor's name
         return step
+
+    def _argument(
+        self,
+        tool: ToolDescriptor,
+        name: str,
+        earlier: list[Step],
+        unused: Sequence[Step],
+        *,
+        grounded: list[str] | None,
+        args: dict[str, Any],
+        required: bool,
+    ) -> Any:
+        """The value of `tool`'s parameter `name` after `args`: one of the values `grounded`
+        offers where it offers any (`_identifier`), else the model's within its kind (`_value`);
+        `_LEFT_OUT` for an optional one (not `required`: by the tool, or as a file it must
+        deliver) the request never says or that another argument already is (`cc` the very
+        address `to` is: `_repeats`)."""
+        schema = tool.parameters["properties"][name]
+        if grounded is not None:
+            value = self._identifier(
+                name,
+                schema,
+                earlier,
+                grounded,
+                sourced=(tool.tool_name, name) in self._grounds.sources,
+            )
+            return value if required or not _repeats(value, args) else _LEFT_OUT
+        value = self._value(
+            schema, earlier, unused, body=_body(tool) == name, optional=not required
+        )
+        if grounding.breaks_pattern(schema, value):
+            if required:
+                raise _Ungrounded  # a value its tool would refuse ("#" missing)
+            return _LEFT_OUT
+        if required or not (self._grounds.unsaid(schema, value, name) or _repeats(value, args)):
+            return value
+        return _LEFT_OUT  # an optional number or choice never said
 
     def _deliveries(self, tool: ToolDescriptor, earlier: list[Step]) -> dict[str, list[str]]:
         """By optional parameter of `tool`, the values it must take one of (`_undelivered`)."""
@@ -1511,9 +1584,10 @@ def _indexed(reference: str) -> bool:
 
 
 def _repeats(value: Any, args: dict[str, Any]) -> bool:
-    """Whether `value` is a whole reference another argument of the call already is: an
-    optional `previous=$1.value` beside `value=$1.value` passes the same result twice."""
-    return isinstance(value, str) and value.startswith("$") and value in args.values()
+    """Whether `value` is a text another argument of the call already is: an optional
+    `previous=$1.value` beside `value=$1.value` passes the same result twice, `cc` beside `to`
+    the same address, a `negotiator` the applicant's own name."""
+    return isinstance(value, str) and bool(value) and value in args.values()
 
 
 def _literal(value: Any) -> str:
