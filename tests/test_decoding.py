@@ -382,9 +382,11 @@ def test_in_doubt_an_unnamed_first_call_is_kept_if_a_named_step_uses_its_result(
 def test_a_held_first_call_the_next_named_step_does_not_use_is_dropped_not_the_plan() -> None:
     """The customer looked up in doubt ("customer" is never said), then the calendar entry the
     request asks for, which uses nothing of it: the plan begins again without the lookup and
-    keeps the entry. Before (and with the rule off) the whole plan was dropped."""
+    keeps the entry. Before (and with the rule off) the whole plan was dropped. A next step
+    that only looks something up, or whose action the request does not say, is no such
+    request: the plan stays empty (a request no tool fits read as a search by its values)."""
     doubtful = (-50.0, 50.0)  # every first choice is in the band
-    request = "Put 'Dentist' in my calendar on 2026-03-05, ref C-20417"
+    request = "Create a calendar entry 'Dentist' on 2026-03-05, ref C-20417"
     event = 'create_calendar_event(title="Dentist", date="2026-03-05")\n'
     wish = f'1. lookup_customer(customer_id="C-20417")\n2. {event}{event}done'
     handed: list[str] = []
@@ -392,6 +394,12 @@ def test_a_held_first_call_the_next_named_step_does_not_use_is_dropped_not_the_p
     assert steps == [Step(1, "create_calendar_event", {"title": "Dentist", "date": "2026-03-05"})]
     assert handed == ["create_calendar_event"]  # the lookup given up was never handed on
     assert plan(request, wish, abstain=doubtful, off=frozenset({"held-replaced"})) == []
+    unsaid = "Put 'Dentist' in my calendar on 2026-03-05, ref C-20417"  # "create" never said
+    assert plan(unsaid, wish, abstain=doubtful) == []
+    weather = 'get_weather(city="Oslo", date="2026-03-05")\n'
+    lookups = f'1. lookup_customer(customer_id="C-20417")\n2. {weather}{weather}done'
+    asked = "What's the weather in Oslo on 2026-03-05 for C-20417?"
+    assert plan(asked, lookups, abstain=doubtful) == []  # a lookup replaces no lookup
 
 
 def test_a_tool_is_named_by_its_name_its_result_or_a_value_only_some_tools_take() -> None:
@@ -1292,6 +1300,12 @@ def test_an_optional_text_that_repeats_another_argument_is_left_out() -> None:
     wish = '1. view(applicant="Tomasz Wójcik", agent="Tomasz Wójcik")\ndone'
     steps = plan("Book Tomasz Wójcik in for a viewing", wish, catalogue=(viewing,))
     assert steps[0].args == {"applicant": "Tomasz Wójcik"}
+    # a day is no text said twice: a one-day list runs from that day to that day
+    day = {"type": "string", "format": "date"}
+    listing = _tool("list_bookings", {"date_from": day, "date_to": day}, [])
+    wish = '1. list_bookings(date_from="2026-03-05", date_to="2026-03-05")\ndone'
+    steps = plan("List the bookings on 2026-03-05", wish, catalogue=(listing,))
+    assert steps[0].args == {"date_from": "2026-03-05", "date_to": "2026-03-05"}
 
 
 def test_an_optional_time_of_day_the_request_never_states_is_left_out() -> None:

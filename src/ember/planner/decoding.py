@@ -91,8 +91,8 @@ MAX_STEPS = 12
 # and a step acting on a thing the request says another action on chosen again (no booking
 # where it says cancel), and any first step whose values cannot be had chosen again,
 # and a file the request names that no step passed attached where a tool that acts takes one,
-# and a first call held in doubt that the next step, named and complete, does not use: the plan
-# begun again without it (not dropped whole).
+# and a first call held in doubt that the next step, one that acts and whose action the request
+# says, does not use: the plan begun again without it (not dropped whole).
 RULES = (
     "push-bound",
     "schema",
@@ -857,14 +857,20 @@ class PlanDecoder:
 
     def _unheld(self, step: Step, held: Step) -> bool:
         """Whether `step`, the one after a first call `held` in doubt, neither uses it nor needs
-        it, and the request names its tool: then the request asked for `step`, not for the call
-        held ("Book Tomasz ... His mobile is ...": no lookup of a tenant first), and the plan
-        begins again without it, rather than ending empty (rule `held-replaced`)."""
+        it, and acts, and the request says its action: then the request asked for `step`, not
+        for the call held ("Book Tomasz ... His mobile is ...": no lookup of a tenant first),
+        and the plan begins again without it, rather than ending empty (rule `held-replaced`).
+        A lookup named by a value it takes is not enough: "we're short forty chairs for
+        Saturday, order some from the supplier" (no tool fits) became a search for rooms for
+        forty on Saturday, then a booking."""
+        tool = self._tools[step.tool]
         return (
             "held-replaced" not in self._off
             and step.tool != held.tool
             and not any(ref.step == held.id for ref in references(step.args))
             and step.each is None
+            and not grounding.is_lookup(tool)
+            and grounding.says_action(tool, self._request)
             and self._named(step)
         )
 
@@ -1215,7 +1221,7 @@ class PlanDecoder:
                 grounded,
                 sourced=(tool.tool_name, name) in self._grounds.sources,
             )
-            return value if required or not _repeats(value, args) else _LEFT_OUT
+            return value if required or not _repeats(value, args, schema) else _LEFT_OUT
         value = self._value(
             schema, earlier, unused, body=_body(tool) == name, optional=not required
         )
@@ -1223,7 +1229,9 @@ class PlanDecoder:
             if required:
                 raise _Ungrounded  # a value its tool would refuse ("#" missing)
             return _LEFT_OUT
-        if required or not (self._grounds.unsaid(schema, value, name) or _repeats(value, args)):
+        if required or not (
+            self._grounds.unsaid(schema, value, name) or _repeats(value, args, schema)
+        ):
             return value
         return _LEFT_OUT  # an optional number or choice never said
 
@@ -1583,11 +1591,17 @@ def _indexed(reference: str) -> bool:
     return any(segment.isdigit() for segment in reference.split(".")[1:])
 
 
-def _repeats(value: Any, args: dict[str, Any]) -> bool:
-    """Whether `value` is a text another argument of the call already is: an optional
-    `previous=$1.value` beside `value=$1.value` passes the same result twice, `cc` beside `to`
-    the same address, a `negotiator` the applicant's own name."""
-    return isinstance(value, str) and bool(value) and value in args.values()
+def _repeats(value: Any, args: dict[str, Any], schema: dict[str, Any]) -> bool:
+    """Whether `value`, of `schema`, is a text another argument of the call already is: an
+    optional `previous=$1.value` beside `value=$1.value` passes the same result twice, `cc`
+    beside `to` the same address, a `negotiator` the applicant's own name. Not a day or a time
+    of day: a range's two ends may be one (`date_from` and `date_to` of a one-day list)."""
+    return (
+        isinstance(value, str)
+        and bool(value)
+        and value in args.values()
+        and value_kind(schema) not in ("date", "hhmm")
+    )
 
 
 def _literal(value: Any) -> str:
