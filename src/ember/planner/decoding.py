@@ -370,7 +370,7 @@ class PlanDecoder:
                     order=order if verdict == "early" else None,
                 )
                 continue
-            if verdict == "unheld" and held and len(tried.get(1, ())) < _MAX_GIVEN_UP:
+            if verdict == "unheld" and held is not None and len(tried.get(1, ())) < _MAX_GIVEN_UP:
                 tried = self._begin_again(tried, held, start)
                 steps, held, pushed, order = list(earlier), None, 0, _Reordered(cursor)
                 continue
