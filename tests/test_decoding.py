@@ -1142,7 +1142,10 @@ def test_a_round_after_a_failure_offers_no_tool_whose_only_call_is_the_one_that_
     """The request gives one path; extract_invoice failed on it (a contract is no invoice):
     the only call of that tool the rules allow is the failed one, so it is not offered.
     Without the failure it is; and a tool whose values are free (SQL) is offered again."""
-    request = "Read /srv/shared/contracts/acme-2026.txt and email its fee to finance@example.com"
+    request = (
+        "Read /srv/shared/contracts/acme-2026.txt, extract the invoice and email its fee to "
+        "finance@example.com"
+    )
     read = Step(1, "read_file", {"path": "/srv/shared/contracts/acme-2026.txt"})
     extract = Step(2, "extract_invoice", {"path": "/srv/shared/contracts/acme-2026.txt"})
     wish = (
@@ -2199,7 +2202,8 @@ def test_an_action_on_a_thing_the_request_says_another_action_on_is_chosen_again
     wish = '1. list_jobs(customer_id="C01482")\n2. book_job(customer_id="C01482")\ndone'
     cancel = "C01482 can't make it on Friday, cancel it"
     assert [step.tool for step in plan(cancel, wish, catalogue=GARAGE)] == ["list_jobs"]
-    off = plan(cancel, wish, catalogue=GARAGE, off=frozenset({"said-action"}))
+    # (a lookup by the code given, before an action that takes it: rule `code-lookup`)
+    off = plan(cancel, wish, catalogue=GARAGE, off=frozenset({"said-action", "code-lookup"}))
     assert [step.tool for step in off] == ["list_jobs", "book_job"]
     book = "C01482 wants a booking for Friday; what does she have now?"
     assert [step.tool for step in plan(book, wish, catalogue=GARAGE)] == ["list_jobs", "book_job"]
@@ -2309,3 +2313,130 @@ def test_a_first_step_chosen_again_must_take_a_value_the_user_gave_not_a_compose
         abstain=doubtful,
     )
     assert [step.tool for step in moved] == ["move_appointment"]
+
+
+def _only(*names: str) -> tuple[ToolDescriptor, ...]:
+    """The demo catalogue's tools named `names`."""
+    return tuple(tool for tool in CATALOGUE if tool.tool_name in names)
+
+
+def test_a_value_an_earlier_step_took_names_no_later_lookup() -> None:
+    """A hotel search for a day, then the weather of that day: the day named the search, and
+    says nothing of the weather, which is chosen again (a search, here). Asked for by
+    name, or with the rule off, the lookup stands."""
+    wish = (
+        '1. search_hotels(city="Oslo", check_in="2026-03-05", nights=2)\n'
+        '2. get_weather(city="Oslo", date="2026-03-05")\ndone'
+    )
+    tools = _only("search_hotels", "get_weather")
+    hotels = "Hotels in Oslo for 2 nights from 2026-03-05"
+    made = [s.tool for s in plan(hotels, wish, catalogue=tools)]
+    assert made[0] == "search_hotels"
+    assert "get_weather" not in made
+    off = plan(hotels, wish, catalogue=tools, off=frozenset({"spent-values"}))
+    assert [s.tool for s in off] == ["search_hotels", "get_weather"]
+    asked = "Hotels in Oslo for 2 nights from 2026-03-05, and the forecast"
+    assert [s.tool for s in plan(asked, wish, catalogue=tools)] == ["search_hotels", "get_weather"]
+
+
+_BOOKING_ID = {"type": "string", "pattern": "^EVT-[0-9]{6}$"}
+VENUE = (
+    msgspec.structs.replace(
+        _clinic("get_booking", {"booking_id": _BOOKING_ID}, ["booking_id"]),
+        returns={
+            "type": "object",
+            "properties": {
+                "booking_id": _BOOKING_ID,
+                "contact_email": {"type": "string", "format": "email"},
+            },
+        },
+    ),
+    _clinic(
+        "cancel_booking",
+        {"booking_id": _BOOKING_ID, "reason": {"type": "string", "enum": ["client_request"]}},
+        ["booking_id", "reason"],
+        acts=True,
+    ),
+    *_only("send_email"),
+)
+
+
+def test_a_lookup_whose_codes_the_next_action_only_passes_back_is_dropped() -> None:
+    """EVT-261044 looked up, then cancelled by the code the lookup passes back: the lookup was
+    not needed, and the plan begins again without it (never handed on). An action that uses
+    more of the lookup (the contact's address), a request that asks to know something, or
+    the rule off keep it; a lookup that is the whole plan is handed on."""
+    cancel = 'cancel_booking(booking_id="EVT-261044", reason="client_request")\n'
+    wish = (
+        '1. get_booking(booking_id="EVT-261044")\n'
+        '2. cancel_booking(booking_id=$1.booking_id, reason="client_request")\n'
+        f"{cancel}{cancel}done"
+    )
+    pulled = "EVT-261044 - client's pulled out, can you cancel it pls"
+    handed: list[str] = []
+    steps = plan(pulled, wish, catalogue=VENUE, on_step=lambda s: handed.append(s.tool))
+    assert steps == [
+        Step(1, "cancel_booking", {"booking_id": "EVT-261044", "reason": "client_request"})
+    ]
+    assert handed == ["cancel_booking"]
+    off = plan(pulled, wish, catalogue=VENUE, off=frozenset({"code-lookup"}))
+    assert [s.tool for s in off] == ["get_booking", "cancel_booking"]
+    asked = "EVT-261044: who's the contact? and cancel it please"
+    assert [s.tool for s in plan(asked, wish, catalogue=VENUE)] == ["get_booking", "cancel_booking"]
+    mail = (
+        '1. get_booking(booking_id="EVT-261044")\n'
+        '2. send_email(to=$1.contact_email, subject="Cancelled", body="EVT-261044 is off")\ndone'
+    )
+    tell = "EVT-261044 is cancelled, let the contact know by email"
+    assert [s.tool for s in plan(tell, mail, catalogue=VENUE)] == ["get_booking", "send_email"]
+    alone: list[str] = []
+    whole = plan(
+        "EVT-261044 details please",
+        '1. get_booking(booking_id="EVT-261044")\ndone',
+        catalogue=VENUE,
+        on_step=lambda s: alone.append(s.tool),
+    )
+    assert [s.tool for s in whole] == alone == ["get_booking"]
+
+
+def test_a_document_an_earlier_step_made_is_attached_where_a_later_one_sends_files() -> None:
+    """The invoice issued, then mailed: the mail attaches the document the invoice step made
+    (small models write "please find attached" and attach nothing). A path a lookup points to
+    is no document the plan made; with the rule off, the model's mail stands."""
+    archive = {"type": "string", "pattern": "^/archive/"}
+    issue = _clinic("issue_invoice", {"booking_id": _BOOKING_ID}, ["booking_id"], acts=True)
+    issue = msgspec.structs.replace(
+        issue,
+        returns={
+            "type": "object",
+            "properties": {
+                "document_path": archive,
+                "billing_email": {"type": "string", "format": "email"},
+            },
+        },
+    )
+    mail = _clinic(
+        "send_email",
+        {
+            "to": {"type": "string", "format": "email"},
+            "body": {"type": "string"},
+            "attachments": {
+                "type": "array",
+                "items": archive,
+                "description": "Archive paths of documents to attach.",
+            },
+        },
+        ["to", "body"],
+        acts=True,
+    )
+    wish = (
+        '1. issue_invoice(booking_id="EVT-261187")\n'
+        '2. send_email(to=$1.billing_email, body="Please find the invoice attached.")\ndone'
+    )
+    request = "raise the invoice for EVT-261187 and send it to their accounts contact"
+    steps = plan(request, wish, catalogue=(issue, mail))
+    assert steps[1].args["attachments"] == ["$1.document_path"]
+    off = plan(request, wish, catalogue=(issue, mail), off=frozenset({"sends-made"}))
+    assert "attachments" not in off[1].args
+    looked_up = msgspec.structs.replace(issue, read_only=True)
+    assert "attachments" not in plan(request, wish, catalogue=(looked_up, mail))[1].args

@@ -151,7 +151,10 @@ def test_the_decoder_never_writes_an_address_only_a_result_text_holds() -> None:
     assert all(step.tool != "send_email" for step in steps)
 
 
-FEE = "Read /srv/shared/contracts/acme-2026.txt and email its annual fee to finance@example.com"
+FEE = (
+    "Read /srv/shared/contracts/acme-2026.txt, extract the invoice and email its annual fee to "
+    "finance@example.com"
+)
 FEE_PLAN = (
     '1. read_file(path="/srv/shared/contracts/acme-2026.txt")\n'
     '2. extract_invoice(path="/srv/shared/contracts/acme-2026.txt")\n'

@@ -92,7 +92,11 @@ MAX_STEPS = 12
 # where it says cancel), and any first step whose values cannot be had chosen again,
 # and a file the request names that no step passed attached where a tool that acts takes one,
 # and a first call held in doubt that the next step, one that acts and whose action the request
-# says, does not use: the plan begun again without it (not dropped whole).
+# says, does not use: the plan begun again without it (not dropped whole),
+# and no later lookup named by a value an earlier step took, and a first lookup by the
+# request's codes whose result the next action only passes back given up (the plan begun
+# again without it, with that action), and a document an earlier step made delivered where
+# a later one that acts takes files (the invoice attached to the mail that sends it).
 RULES = (
     "push-bound",
     "schema",
@@ -141,6 +145,9 @@ RULES = (
     "detours",
     "fresh-addresses",
     "held-replaced",
+    "spent-values",
+    "code-lookup",
+    "sends-made",
 )
 
 
@@ -249,6 +256,9 @@ class PlanDecoder:
         # next first step is kept only as one in doubt is, its values given and its tool
         # named; they may be later steps (the jobs listed once the vehicle is found)
         self._unready: set[str] = set()
+        # a first lookup by codes the request gives, held until the next step (`_passes_code`)
+        self._code_held: Step | None = None
+        self._restarts = 0  # times the plan began again without a first call (`_begin_again`)
         # (not where the values check cannot judge the next choice: a request in Chinese)
         self._retries_ungrounded = "retry-ungrounded" not in off and not grounding.unspaced(request)
         self._cursor = cursor
@@ -359,6 +369,7 @@ class PlanDecoder:
                 left=left,
                 held=held,
                 ordered=step_id in order.kept,
+                fresh_start=self._restarts < _MAX_GIVEN_UP,
             )
             if verdict in ("again", "early") and mark is not None and choice < len(names):
                 self._choose_again(
@@ -370,9 +381,9 @@ class PlanDecoder:
                     order=order if verdict == "early" else None,
                 )
                 continue
-            if verdict == "unheld" and held is not None and len(tried.get(1, ())) < _MAX_GIVEN_UP:
-                tried = self._begin_again(tried, held, start)
-                steps, held, pushed, order = list(earlier), None, 0, _Reordered(cursor)
+            if verdict == "unheld" and held is not None:
+                tried, order = self._begin_again(tried, held, start, step.tool)
+                steps, held, pushed = list(earlier), None, 0
                 continue
             if verdict not in ("keep", "hold", "early"):  # (no choice left: in order enough)
                 if self._go_back(order, step_id, passed):
@@ -381,8 +392,7 @@ class PlanDecoder:
             steps.append(step)
             held = self._emit(steps, step if verdict == "hold" else held, on_step)
             pushed = 0 if can_end or len(self._unused_givens(steps)) < len(left) else pushed + 1
-        # a first call held in doubt that no next step the request names used: no tool fits
-        return steps[len(earlier) :] if held is None else []
+        return self._finish(steps[len(earlier) :], held, on_step)
 
     def _attempt(
         self,
@@ -582,6 +592,21 @@ class PlanDecoder:
             for path in grounding.named_files(self._request, self._tools[step.tool].returns)
         }
 
+    def _made_files(self, steps: list[Step]) -> set[tuple[int, str]]:
+        """(step id, field name) of each field of a result of a step of `steps` that acts and
+        names the file it made (`issue_invoice`'s `document_path`, `create_invoice`'s
+        `pdf_path`; `grounding.file_fields`): a document the plan made, to deliver where it
+        sends something (rule `sends-made`)."""
+        if "sends-made" in self._off:
+            return set()
+        return {
+            (step.id, path.rsplit(".", 1)[-1])
+            for step in steps
+            if self._tools[step.tool].read_only is False
+            for path, _ in grounding.file_fields(self._tools[step.tool].returns)
+            if path.count(".") == 1  # (a field of the result itself, not of a list in it)
+        }
+
     def _files_read(self, steps: list[Step]) -> set[tuple[int, str]]:
         """(step id, field name) of each result field a step of `steps` passes as a path (a
         step over a list, `$item.report_path`: the list's step)."""
@@ -608,8 +633,21 @@ class PlanDecoder:
         return properties
 
     def _reads(self, tool: str, name: str) -> bool:
-        """Whether parameter `name` of tool `tool` takes a path."""
-        return grounding.is_path(name, self._params(tool).get(name, {}))
+        """Whether parameter `name` of tool `tool` takes a path, or a list of them."""
+        schema = self._params(tool).get(name, {})
+        return grounding.is_path(name, self._path_items(schema) or schema)
+
+    @staticmethod
+    def _path_items(schema: dict[str, Any]) -> dict[str, Any] | None:
+        """The item schema of `schema`, a list, with the list's description where the item
+        has none ("Files to attach, by absolute path."); None for a parameter that is no
+        list."""
+        if value_kind(schema) != "array":
+            return None
+        items: dict[str, Any] = schema.get("items", {})
+        if "description" not in items and "description" in schema:
+            items = {**items, "description": schema["description"]}
+        return items
 
     def _choose_again(
         self,
@@ -629,14 +667,33 @@ class PlanDecoder:
         self._give_up(step.tool, passed, mark)
 
     def _begin_again(
-        self, tried: dict[int, list[str]], held: Step, start: object
-    ) -> dict[int, list[str]]:
-        """Go back to `start`, the plan's beginning, with the tool of the first call `held` in
-        doubt given up for the first step (`_unheld`); returns the tools given up so (all
-        that was chosen again belonged to the plan given up)."""
+        self, tried: dict[int, list[str]], held: Step, start: object, tool: str
+    ) -> tuple[dict[int, list[str]], _Reordered]:
+        """Go back to `start`, the plan's beginning, with the tool of the first call `held`
+        given up for the first step (`_unheld`, `_passed_back`), which is a call of `tool`,
+        that of the step that showed it was not needed: the model's plan without it. Returns
+        the tools given up so (all that was chosen again belonged to the plan given up), and
+        the order that makes the first step one of `tool` where it can be made (else it is
+        chosen as first chosen: `_Reordered.go_back`)."""
         self._instead.clear()
+        self._code_held = None
+        self._restarts += 1
         self._cursor.rewind(start)
-        return {1: [*tried.get(1, ()), held.tool]}
+        given_up = {1: [*tried.get(1, ()), held.tool]}
+        order = _Reordered(self._cursor)
+        order.choose_again(1, [tool], start, held.tool)
+        return given_up, order
+
+    def _finish(
+        self, steps: list[Step], held: Step | None, on_step: Callable[[Step], None]
+    ) -> list[Step]:
+        """The plan's new `steps` once it ends: none where a first call `held` in doubt was
+        used by no next step the request names (no tool fits); all, the lookup `held` by the
+        codes the request gives handed on, where it was the whole plan (`_passes_code`)."""
+        if held is not None and held is self._code_held:
+            on_step(held)  # "what's on EVT-261044?": the request asked for the lookup
+            return steps
+        return steps if held is None else []
 
     def _give_up(self, tool: str, passed: list[str], mark: object) -> None:
         """Give tool `tool` up for this step and go back to choose the step again."""
@@ -654,11 +711,13 @@ class PlanDecoder:
         left: Sequence[str],
         held: Step | None,
         ordered: bool = False,
+        fresh_start: bool = False,
     ) -> str:
         """What becomes of a step just decoded: "keep" it, "hold" it (a first call in doubt
         that the next step must use), choose the step "again" (where the decoder may), choose it
         again as "early" (where the decoder may, and the step is not `ordered`: chosen again
-        once for it already; else it is kept), or "end" the plan before it."""
+        once for it already; else it is kept), "end" the plan before it, or begin the plan
+        again without the first call `held` ("unheld", where it may: `fresh_start`)."""
         if any(step.tool == s.tool and step.args == s.args for s in [*steps, *failed]):
             return "end"  # a repeated call: small models loop; a plan never needs one twice
         if grounding.reapplies(step, steps):
@@ -673,14 +732,20 @@ class PlanDecoder:
             return "again"  # a first call of values nobody gave: the model's next choice
         if doubted:
             return "end"  # a weak preference, or a second choice, the request does not support
+        if not steps and self._passes_code(step):
+            self._code_held = step
+            return "hold"  # kept unless the next step only passes its codes back
         if self._action_unsaid(step):
             return "again"  # a booking where the request says to cancel (or move) one
         if steps and not left and self._unnamed(step, steps, failed):
             return "again"  # a step nobody asked for, after all that was asked
         if steps and left and self._detour(step, steps, failed, left):
             return "again"  # a step nobody asked for, before what was given is used
-        if held is not None and not self._feeds_named(step, held, steps):
-            if self._unheld(step, held):
+        if held is not None and held is self._code_held:
+            if fresh_start and self._passed_back(step, held):
+                return "unheld"  # the plan begins again, without the lookup
+        elif held is not None and not self._feeds_named(step, held, steps):
+            if fresh_start and self._unheld(step, held):
                 return "unheld"  # the plan begins again, without the call held in doubt
             return "end"  # the call held in doubt was no lookup this step needs
         if steps and not ordered and self._continuing(step, steps, failed, passed):
@@ -874,6 +939,41 @@ class PlanDecoder:
             and self._named(step)
         )
 
+    def _passes_code(self, step: Step) -> bool:
+        """Whether `step`, a plan's first, is a lookup by codes alone that the request gives,
+        of a thing that tools that act take by the same parameter (`get_booking(booking_id=
+        "EVT-261044")`, where `cancel_booking` takes a `booking_id`): small models look the
+        thing up before they act on it by habit, and the action then passes the code back
+        (`booking_id=$1.booking_id`). Such a lookup is held until the next step shows whether
+        it was needed (`_passed_back`; rule `code-lookup`). Not where the request asks to
+        know something (`grounding.inquires`): the lookup may be the answer."""
+        if "code-lookup" in self._off or not step.args or grounding.inquires(self._request):
+            return False  # ("...; what does she have now?": the lookup is asked for)
+        if not grounding.is_lookup(self._tools[step.tool]):
+            return False
+        codes = {given[0] for given in self._givens if grounding.CODE.fullmatch(given[0])}
+        if not all(isinstance(value, str) and value in codes for value in step.args.values()):
+            return False
+        return any(
+            not grounding.is_lookup(tool) and set(step.args) <= set(self._params(name))
+            for name, tool in self._tools.items()
+            if name != step.tool
+        )
+
+    def _passed_back(self, step: Step, held: Step) -> bool:
+        """Whether `step`, the one after `held` (a lookup by codes the request gives:
+        `_passes_code`), acts, not over a list, and uses nothing of the lookup's result but
+        the codes it was looked up by (`$1.booking_id`), if anything: the lookup was not
+        needed, and the plan begins again without it. A step that uses more of it (the
+        client's contact, for a mail), or looks something else up, keeps it."""
+        if step.each is not None or grounding.is_lookup(self._tools[step.tool]):
+            return False
+        return all(
+            len(ref.path) == 1 and ref.path[0] in held.args
+            for ref in references(step.args)
+            if ref.step == held.id
+        )
+
     def _feeds_named(self, step: Step, first: Step, steps: list[Step]) -> bool:
         """Whether `step`, the one after `first` (a first call in doubt whose tool the request
         does not name) and of another tool, uses its result and the request names its tool:
@@ -899,9 +999,19 @@ class PlanDecoder:
             and bool(self._leads_to(step.tool, steps, {step.tool}))
         )
 
-    def _named(self, step: Step) -> bool:
-        """Whether the request names what `step`'s tool is for (`grounding.names_tool`)."""
+    def _named(self, step: Step, earlier: Sequence[Step] = ()) -> bool:
+        """Whether the request names what `step`'s tool is for (`grounding.names_tool`). A
+        value a step of `earlier` already took names no later tool: the day named for a room
+        search does not name the staff rota looked up for it after (rule `spent-values`)."""
         tool = self._tools[step.tool]
+        if earlier and "spent-values" not in self._off:
+            spent = set(_leaves([other.args for other in earlier]))
+            fresh = {
+                name: value
+                for name, value in step.args.items()
+                if not (isinstance(value, str) and value in spent)
+            }
+            step = msgspec.structs.replace(step, args=fresh)
         return grounding.names_tool(
             step,
             tool,
@@ -933,10 +1043,13 @@ class PlanDecoder:
         deploy, a person looked up for a result's address, a metric after the answer). A
         lookup a request implies but does not name comes before what it names, while a value
         the request gave is still unused; the same lookup again for another thing ("the
-        weather in Oslo and in Bergen") is the request's."""
+        weather in Oslo and in Bergen") is the request's; a value an earlier step took names
+        no later lookup (`_named`: the rota of the day a room was searched for)."""
         if "named-later" in self._off or self._tools[step.tool].read_only is False:
             return False
-        if any(other.tool == step.tool for other in [*steps, *failed]) or self._named(step):
+        if any(other.tool == step.tool for other in [*steps, *failed]):
+            return False
+        if self._named(step, steps):
             return False
         if step.tool in self._unread(steps):
             return False  # it reads the file the request is about (`named-file`)
@@ -1179,7 +1292,14 @@ class PlanDecoder:
                 tool.tool_name, name, props[name], earlier, unused
             )
             value = self._argument(
-                tool, name, earlier, unused, grounded=grounded, args=args, required=name in required
+                tool,
+                name,
+                earlier,
+                unused,
+                grounded=grounded,
+                args=args,
+                required=name in required,
+                delivered=name in deliver,
             )
             if value is not _LEFT_OUT:
                 args[name] = value
@@ -1206,13 +1326,19 @@ class PlanDecoder:
         grounded: list[str] | None,
         args: dict[str, Any],
         required: bool,
+        delivered: bool = False,
     ) -> Any:
         """The value of `tool`'s parameter `name` after `args`: one of the values `grounded`
-        offers where it offers any (`_identifier`), else the model's within its kind (`_value`);
+        offers where it offers any (`_identifier`; a file to deliver, `delivered`, as a list's
+        one item where the parameter is a list), else the model's within its kind (`_value`);
         `_LEFT_OUT` for an optional one (not `required`: by the tool, or as a file it must
         deliver) the request never says or that another argument already is (`cc` the very
         address `to` is: `_repeats`)."""
         schema = tool.parameters["properties"][name]
+        if grounded and delivered and value_kind(schema) == "array":
+            # a file to deliver, as the one item of a list (`_undelivered`)
+            chosen = grounded[self._cursor.choose([f"[{option}]" for option in grounded])]
+            return [chosen if chosen.startswith("$") else json.loads(chosen)]
         if grounded is not None:
             value = self._identifier(
                 name,
@@ -1246,13 +1372,16 @@ class PlanDecoder:
 
     def _undelivered(self, tool: ToolDescriptor, name: str, earlier: list[Step]) -> list[str]:
         """The values optional path parameter `name` of `tool`, a tool that acts (a mail's
-        attachment), must take one of: the files the request names that no step has passed
-        yet, documented by path (`Grounds.documented_paths`: "email her our courtesy car
-        policy") or pointed to by a field of an earlier result the request names (`report_path`
-        and "the report"; `_named_files`). Empty: the parameter is the model's to give or not
-        (rule `sends-named`). Small models mention the attachment in the body and attach
-        nothing."""
+        attachment; or each of a list of them), must take one of: the files the request names
+        that no step has passed yet, documented by path (`Grounds.documented_paths`: "email
+        her our courtesy car policy") or pointed to by a field of an earlier result the request
+        names (`report_path` and "the report"; `_named_files`), or made by an earlier step that
+        acts (the invoice just issued, for "and send it to their billing contact";
+        `_made_files`). Empty: the parameter is the model's to give or not (rule
+        `sends-named`). Small models mention the attachment in the body and attach nothing."""
         schema = tool.parameters.get("properties", {}).get(name, {})
+        items = self._path_items(schema)  # (a list: only files earlier results point to)
+        schema = items or schema
         if (
             "sends-named" in self._off
             or grounding.is_lookup(tool)
@@ -1260,13 +1389,16 @@ class PlanDecoder:
         ):
             return []
         held = json.dumps([step.args for step in earlier], ensure_ascii=False)
-        pending = self._named_files(earlier) - self._files_read(earlier)
+        pending = (self._named_files(earlier) | self._made_files(earlier)) - self._files_read(
+            earlier
+        )
         options = self._grounds.options(tool.tool_name, name, schema, earlier, earlier)
         return [
             option
             for option in options or []
             if (
                 not option.startswith("$")
+                and items is None
                 and json.loads(option) in self._grounds.documented_paths
                 and option not in held
             )

@@ -49,9 +49,11 @@ __all__ = [
     "breaks_pattern",
     "calendar_dates",
     "declines",
+    "file_fields",
     "fits_role",
     "free_text",
     "givens",
+    "inquires",
     "integers",
     "is_identifier",
     "is_lookup",
@@ -88,7 +90,7 @@ CODE = re.compile(
 )
 PATH = re.compile(r"(?<![\w.])/[\w.-]+(?:/[\w.-]+)*\w")
 NUMERIC = re.compile(r"[0-9.]+$")
-PATH_PARAMETER = re.compile(r"\b(path|directory|folder)\b", re.IGNORECASE)
+PATH_PARAMETER = re.compile(r"\b(paths?|director(?:y|ies)|folders?)\b", re.IGNORECASE)
 # A parameter named like a path (`path`, `folder`, `output_dir`, `report_folder`), not one
 # that only ends like one (`sort_dir`: a direction, `json_path`: an expression).
 PATH_NAME = re.compile(
@@ -173,6 +175,16 @@ def needs_answer(request: str) -> bool:
     if _DELIVERS.search(request):
         return False
     return "?" in request or bool(_ASKS.search(request) or _TELL.search(request))
+
+
+def inquires(request: str) -> bool:
+    """Whether some part of the request (a sentence, or a clause after ";", ":" or ",") asks
+    to know something: one that starts with "what", "which", "how", "is", ... and ends with
+    "?", or says "tell me", "show me", "let me know", "give me". Quoted text is not read."""
+    text = unquoted(request)
+    parts = [part.strip() for part in re.split(r"(?<=[.!?;:,])\s+", text.strip())]
+    asks = any(_INQUIRES.search(part) and part.endswith("?") for part in parts)
+    return asks or _TELL.search(text) is not None
 
 
 def acts_unasked(tool: ToolDescriptor, request: str) -> bool:
@@ -998,14 +1010,23 @@ def named_files(request: str, returns: dict[str, Any] | None) -> list[str]:
     (`report_path`: "Pull up Maria Keller's latest lab report"): the file the request is
     about, which the result only points to."""
     said = _words(unquoted(request))
+    return [
+        path
+        for path, subjects in file_fields(returns)
+        if subjects  # (not one that says nothing of its file: `file_path`)
+        and all(any(_same_word(word, other) for other in said) for word in subjects)
+    ]
+
+
+def file_fields(returns: dict[str, Any] | None) -> list[tuple[str, list[str]]]:
+    """The fields of a result (`field_paths`) named as holding a file's path (`report_path`,
+    `.results.0.pdf_path`, `file`), each with the words of its name that say what the file
+    is (`["report"]`; none for `file_path`)."""
     found = []
     for path in field_paths(returns):
         words = _words(path.rsplit(".", 1)[-1])
-        subjects = [word for word in words[:-1] if word not in ("path", "file")]
-        if words[-1:] not in (["path"], ["file"]) or not subjects:
-            continue  # not a path, or one that says nothing of its file (`file_path`)
-        if all(any(_same_word(word, other) for other in said) for word in subjects):
-            found.append(path)
+        if words[-1:] in (["path"], ["file"]):
+            found.append((path, [word for word in words[:-1] if word not in ("path", "file")]))
     return found
 
 
