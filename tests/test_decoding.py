@@ -2440,3 +2440,40 @@ def test_a_document_an_earlier_step_made_is_attached_where_a_later_one_sends_fil
     assert "attachments" not in off[1].args
     looked_up = msgspec.structs.replace(issue, read_only=True)
     assert "attachments" not in plan(request, wish, catalogue=(looked_up, mail))[1].args
+    both = (
+        '1. issue_invoice(booking_id="EVT-261187")\n'
+        '2. issue_invoice(booking_id="EVT-261188")\n'
+        '3. send_email(to=$1.billing_email, body="Please find both attached.")\ndone'
+    )
+    two = "raise invoices for EVT-261187 and EVT-261188 and send both to their accounts contact"
+    sent = plan(two, both, catalogue=(issue, mail))[2]
+    assert sent.args["attachments"] == ["$1.document_path", "$2.document_path"]
+
+
+def test_a_lookup_by_the_codes_given_stays_for_an_action_on_something_else_or_a_later_need() -> (
+    None
+):
+    """The booking looked up, then a mail to someone else that takes none of its codes: the
+    lookup is no habit before acting on the booking, and stays. And where the action only
+    passed the code back, the plan begins again without the lookup first, but a later step
+    may still look the booking up (the contact to tell)."""
+    checked = (
+        '1. get_booking(booking_id="EVT-261044")\n'
+        '2. send_email(to="ops@example.com", body="EVT-261044 checked")\ndone'
+    )
+    check = "Check EVT-261044 and email ops@example.com that it's checked"
+    assert [s.tool for s in plan(check, checked, catalogue=VENUE)] == ["get_booking", "send_email"]
+    cancel = 'cancel_booking(booking_id="EVT-261044", reason="client_request")\n'
+    wish = (
+        '1. get_booking(booking_id="EVT-261044")\n'
+        '2. cancel_booking(booking_id=$1.booking_id, reason="client_request")\n'
+        f"{cancel}{cancel}"
+        '2. get_booking(booking_id="EVT-261044")\n'
+        '3. send_email(to=$2.contact_email, body="EVT-261044 is cancelled")\ndone'
+    )
+    tell = "Cancel EVT-261044 and tell the contact by email"
+    assert [s.tool for s in plan(tell, wish, catalogue=VENUE)] == [
+        "cancel_booking",
+        "get_booking",
+        "send_email",
+    ]

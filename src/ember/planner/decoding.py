@@ -204,6 +204,7 @@ class _Reordered:
         self.only: dict[int, list[str]] = {}
         self._first: dict[int, tuple[object, str]] = {}  # the mark before it, its tool
         self.kept: set[int] = set()  # steps gone back to: kept as first chosen
+        self.strict: set[int] = set()  # steps gone back to where none of `only` is offered
 
     def choose_again(self, step_id: int, tools: list[str], mark: object, tool: str) -> None:
         """Step `step_id`, of `tool`, chosen at `mark`, is chosen again among `tools`."""
@@ -259,6 +260,7 @@ class PlanDecoder:
         # a first lookup by codes the request gives, held until the next step (`_passes_code`)
         self._code_held: Step | None = None
         self._restarts = 0  # times the plan began again without a first call (`_begin_again`)
+        self._unneeded: set[str] = set()  # lookups the first action did not need (`_given_up`)
         # (not where the values check cannot judge the next choice: a request in Chinese)
         self._retries_ungrounded = "retry-ungrounded" not in off and not grounding.unspaced(request)
         self._cursor = cursor
@@ -300,7 +302,9 @@ class PlanDecoder:
     ) -> list[Step]:
         """Append `prompt` (text, special tokens allowed, or tokens) to the context and decode
         a plan after it. `on_step` gets each step as soon as it is complete (a first call held
-        in doubt, with the next step that uses it, or never: `feeds-named`); `on_first_token`
+        in doubt, with the next step that uses it, or never: `feeds-named`; a first lookup by
+        the request's codes, with the next step, or when the plan ends, or never where the
+        next step only passes its codes back: `code-lookup`); `on_first_token`
         is called once, when the model has read the prompt. `earlier`: steps already run (a
         round of planning on: the prompt ends with them), which new steps follow and may use;
         only the new steps are returned. `failed`: calls that failed in this run (a round after
@@ -330,12 +334,13 @@ class PlanDecoder:
                 self._given_up(tried, step_id),
                 order.only.get(step_id) or self._instead.get(step_id, ("", None))[1] or unread,
             )
+            if self._stranded(order, step_id, names, passed):
+                continue  # (the action begun with cannot be called: as the model chose)
             # A plan begun leaves nothing the user gave unused (an address, a path, a code, a
             # number): small models stop before the last action ("... and email it to X").
             # While something is left that a tool could take, the plan goes on, for at most
             # two steps in a row that use none of it (a step in between may be needed).
-            left = self._unused_givens(steps) if steps else []
-            can_end = not unread and self._may_end(names, left, pushed, early=step_id in order.only)
+            left, can_end = self._ending(steps, names, unread, pushed, early=step_id in order.only)
             doubt = first if not steps else None
             if doubt == "abstain":
                 break  # no tool fits: the model's preference for a step is too weak
@@ -347,19 +352,18 @@ class PlanDecoder:
             )
             if choice == len(names) + len(lists):
                 break
-            made = self._attempt(
+            step = self._attempt(
                 step_id, choice, names, lists=lists, steps=steps, unused=unused, mark=mark
             )
-            if not isinstance(made, Step):
+            if not isinstance(step, Step):
                 # (a first step is chosen again only for a path the request never names, a
                 # later one only while something the user gave is unused)
-                if made is not None and self._again_for(made, steps, left, doubt, names[choice]):
+                if step is not None and self._again_for(step, steps, left, doubt, names[choice]):
                     self._give_up(names[choice], passed, mark)
                     continue
                 if self._go_back(order, step_id, passed):
                     continue
                 break  # the step needs a value that neither the request nor a result has
-            step = made
             verdict = self._verdict(
                 step,
                 steps,
@@ -458,6 +462,20 @@ class PlanDecoder:
             on_step(step)
         return None
 
+    def _ending(
+        self,
+        steps: list[Step],
+        names: Sequence[str],
+        unread: Sequence[str],
+        pushed: int,
+        *,
+        early: bool,
+    ) -> tuple[list[str], bool]:
+        """What the user gave that `steps` leave unused, and whether the plan may end here:
+        not while a file the request is about is `unread`, else as `_may_end` says."""
+        left = self._unused_givens(steps) if steps else []
+        return left, not unread and self._may_end(names, left, pushed, early=early)
+
     def _may_end(
         self, names: Sequence[str], left: Sequence[str], pushed: int, *, early: bool
     ) -> bool:
@@ -478,15 +496,27 @@ class PlanDecoder:
         """The tools not offered for step `step_id`: those given up for it, and those given up
         for the first step, which stay given up, but for the one chosen again instead
         (`_instead`: given a code as a name, or a name in another role): it may be the lookup
-        a later step needs (`coded-name`, `role-lookup`); and but for those given up for
-        values they could not have yet (`retry-ungrounded`)."""
+        a later step needs (`coded-name`, `role-lookup`); but for those given up for values
+        they could not have yet (`retry-ungrounded`); and but for a lookup by codes the first
+        action only passed back (`code-lookup`), which a later step may need."""
         coded = self._instead.get(1, ("", None))[0]
         first = [
             tool
             for tool in tried.get(1, ())
-            if step_id == 1 or (tool != coded and tool not in self._unready)
+            if step_id == 1
+            or (tool != coded and tool not in self._unready and tool not in self._unneeded)
         ]
         return [*first, *tried.get(step_id, ())]
+
+    def _stranded(
+        self, order: _Reordered, step_id: int, names: Sequence[str], passed: list[str]
+    ) -> bool:
+        """Where step `step_id` must be one of `order`'s tools (`_Reordered.strict`: the action
+        a plan began again with) and none is among `names`, go back to choose it as first
+        chosen (`_go_back`); whether it went back."""
+        only = order.only.get(step_id, ())
+        stranded = step_id in order.strict and not set(names) & set(only)
+        return stranded and self._go_back(order, step_id, passed)
 
     def _go_back(self, order: _Reordered, step_id: int, passed: list[str]) -> bool:
         """`order.go_back`, the step no longer chosen again among other tools (`_instead`)."""
@@ -602,7 +632,7 @@ class PlanDecoder:
         return {
             (step.id, path.rsplit(".", 1)[-1])
             for step in steps
-            if self._tools[step.tool].read_only is False
+            if self._tools[step.tool].read_only is False and step.each is None
             for path, _ in grounding.file_fields(self._tools[step.tool].returns)
             if path.count(".") == 1  # (a field of the result itself, not of a list in it)
         }
@@ -674,14 +704,17 @@ class PlanDecoder:
         that of the step that showed it was not needed: the model's plan without it. Returns
         the tools given up so (all that was chosen again belonged to the plan given up), and
         the order that makes the first step one of `tool` where it can be made (else it is
-        chosen as first chosen: `_Reordered.go_back`)."""
+        chosen as first chosen, `_Reordered.go_back`, where none of its calls can be made)."""
         self._instead.clear()
+        if held is self._code_held:
+            self._unneeded.add(held.tool)  # (a later step may need it: `_given_up`)
         self._code_held = None
         self._restarts += 1
         self._cursor.rewind(start)
         given_up = {1: [*tried.get(1, ()), held.tool]}
         order = _Reordered(self._cursor)
         order.choose_again(1, [tool], start, held.tool)
+        order.strict.add(1)
         return given_up, order
 
     def _finish(
@@ -962,12 +995,19 @@ class PlanDecoder:
 
     def _passed_back(self, step: Step, held: Step) -> bool:
         """Whether `step`, the one after `held` (a lookup by codes the request gives:
-        `_passes_code`), acts, not over a list, and uses nothing of the lookup's result but
-        the codes it was looked up by (`$1.booking_id`), if anything: the lookup was not
-        needed, and the plan begins again without it. A step that uses more of it (the
-        client's contact, for a mail), or looks something else up, keeps it."""
+        `_passes_code`), acts, not over a list, on the thing looked up (it takes the same
+        codes, as given or as `$1.booking_id`), and uses nothing of the lookup's result but
+        those codes: the lookup was not needed, and the plan begins again without it (the
+        lookup may still come later, where a later step needs it: `_given_up`). A step that
+        uses more of it (the client's contact, for a mail), acts on something else, or looks
+        something else up keeps it."""
         if step.each is not None or grounding.is_lookup(self._tools[step.tool]):
             return False
+        if any(
+            step.args.get(name) not in (value, f"${held.id}.{name}")
+            for name, value in held.args.items()
+        ):
+            return False  # it acts on something else ("... and email ops that it's checked")
         return all(
             len(ref.path) == 1 and ref.path[0] in held.args
             for ref in references(step.args)
@@ -1329,16 +1369,16 @@ class PlanDecoder:
         delivered: bool = False,
     ) -> Any:
         """The value of `tool`'s parameter `name` after `args`: one of the values `grounded`
-        offers where it offers any (`_identifier`; a file to deliver, `delivered`, as a list's
-        one item where the parameter is a list), else the model's within its kind (`_value`);
+        offers where it offers any (`_identifier`; the files to deliver, `delivered`, all of
+        them where the parameter is a list), else the model's within its kind (`_value`);
         `_LEFT_OUT` for an optional one (not `required`: by the tool, or as a file it must
         deliver) the request never says or that another argument already is (`cc` the very
         address `to` is: `_repeats`)."""
         schema = tool.parameters["properties"][name]
         if grounded and delivered and value_kind(schema) == "array":
-            # a file to deliver, as the one item of a list (`_undelivered`)
-            chosen = grounded[self._cursor.choose([f"[{option}]" for option in grounded])]
-            return [chosen if chosen.startswith("$") else json.loads(chosen)]
+            # every file to deliver, as a list (`_undelivered`): "send both" invoices
+            self._cursor.force(f"[{', '.join(grounded)}]")
+            return [chosen if chosen.startswith("$") else json.loads(chosen) for chosen in grounded]
         if grounded is not None:
             value = self._identifier(
                 name,
